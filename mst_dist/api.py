@@ -1,0 +1,105 @@
+"""The public entry point: :func:`minimum_spanning_forest`."""
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+
+from .graph import Graph
+from .result import MSFResult
+
+logger = logging.getLogger("mst_dist")
+
+BACKENDS = ("cpu", "auto")
+
+
+def _conf(name, value, default):
+    if value is not None:
+        return value
+    try:
+        import dask.config
+
+        return dask.config.get(f"mst.{name}", default)
+    except Exception:  # pragma: no cover
+        return default
+
+
+def minimum_spanning_forest(graph, client=None, *, partitions=None, backend="auto",
+                            local_finish=None, split_every=None, light_factor=None,
+                            min_degree=None, progress=None) -> MSFResult:
+    """Minimum spanning forest by distributed Borůvka.
+
+    The forest is the unique one under the strict order ``(weight, edge id)``
+    (edge id = input position): exactly the edges Kruskal picks over a stable
+    sort by weight.  Every backend, partition count and cluster shape gives
+    the same edge ids.
+
+    Parameters
+    ----------
+    graph : Graph
+        From :meth:`Graph.from_arrays`, :func:`mst_dist.generate` or a reader.
+    client : distributed.Client, optional
+        The cluster to run on, local or remote; left as it was.  Without one,
+        an embedded in-process ``LocalCluster`` is started and shut down after.
+    partitions : int, optional
+        Number of edge chunks (default: one per worker thread, at least one per
+        16M edges).
+    backend : {"auto", "cpu"}
+        ``"cpu"``: Numba kernels.  ``"auto"`` picks the CPU kernels (GPU
+        workers are not supported by this version).
+    local_finish : "auto" or int, optional
+        Once at most this many edges are left, one task finishes the forest on
+        one worker with the parallel solver.  ``"auto"``: on a one-worker
+        cluster, as soon as the graph fits in a quarter of its memory (the
+        chunks are all there already); on more workers, below
+        ``max(2M, m / (4 * workers))`` edges.  ``0`` runs every round as
+        distributed tasks.
+    split_every : int, optional
+        Fan-in of the merge phase's tree reduction (default 8).
+    light_factor, min_degree : float, optional
+        Filtering in the single-task solve: while edges exceed ``min_degree``
+        per component, first solve the ``light_factor * n`` lightest ones.
+    progress : callable, optional
+        Called with a dict (``round``, ``phase``, ``components``, ``edges``,
+        ``elapsed``) as the run goes.
+
+    Returns
+    -------
+    MSFResult
+
+    Raises
+    ------
+    ValueError
+        Bad input (naming the edge), or an unknown backend.
+
+    Examples
+    --------
+    >>> import mst_dist
+    >>> g = mst_dist.Graph.from_arrays([0, 1, 2, 0], [1, 2, 0, 3], [4, 1, 2, 7])
+    >>> mst_dist.minimum_spanning_forest(g).edge_ids.tolist()
+    [1, 2, 3]
+    """
+    from .driver import Driver
+
+    if not isinstance(graph, Graph):
+        raise TypeError(f"graph must be a mst_dist.Graph, got {type(graph).__name__}; "
+                        "use Graph.from_arrays(src, dst, weight)")
+    if backend not in BACKENDS:
+        if backend == "gpu":
+            raise ValueError("backend='gpu' needs GPU workers, which this version of mst-dist "
+                             "does not support yet; use backend='cpu'")
+        raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+    opts = dict(
+        partitions=_conf("partitions", partitions, None),
+        local_finish=_conf("local-finish", local_finish, "auto"),
+        split_every=_conf("split-every", split_every, 8),
+        light_factor=_conf("filter.light-factor", light_factor, 1.5),
+        min_degree=_conf("filter.min-degree", min_degree, 3.0),
+        progress=progress,
+    )
+    if client is not None:
+        return Driver(graph, client, **opts).run()
+    from .cluster import embedded
+
+    with embedded() as c:
+        return Driver(graph, c, **opts).run()

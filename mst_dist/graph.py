@@ -1,0 +1,204 @@
+"""The input graph: where its edges come from, validated.
+
+A :class:`Graph` does not have to hold its edges.  It is a list of *sources*,
+each able to produce any contiguous range of its rows on a worker; the driver
+cuts the sources into edge chunks and has the workers load them.  Arrays
+already in the caller's memory are one kind of source (sliced, then scattered);
+generators are another (each worker generates its own rows).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+
+__all__ = ["Graph", "InvalidGraphError", "ArraySource", "FunctionSource", "check_edges"]
+
+
+class InvalidGraphError(ValueError):
+    """Bad input: names the offending edge (global edge id) and what is wrong."""
+
+    def __init__(self, message, edge=None, source=None):
+        super().__init__(message)
+        self.edge = edge
+        self.source = source
+
+
+def _check_dtype(name, a, kinds, what):
+    if a.dtype.kind not in kinds:
+        raise InvalidGraphError(
+            f"{name} has dtype {a.dtype}; {what}"
+        )
+
+
+def check_edges(src, dst, w, n_vertices, offset=0, where=""):
+    """Raise :class:`InvalidGraphError` naming the first bad edge of a chunk.
+
+    ``offset`` is the global id of the chunk's first edge; ``n_vertices < 0``
+    skips the upper-bound check.  Returns ``(max_id, n_edges)``.
+    """
+    from .kernels import cpu
+
+    src = np.asarray(src)
+    dst = np.asarray(dst)
+    _check_dtype("src", src, "iu", "vertex ids must be integers")
+    _check_dtype("dst", dst, "iu", "vertex ids must be integers")
+    if w is not None:
+        w = np.asarray(w)
+        _check_dtype("weight", w, "iuf", "weights must be integers or floats")
+    if src.ndim != 1 or dst.ndim != 1 or (w is not None and w.ndim != 1):
+        raise InvalidGraphError("src, dst and weight must be one-dimensional arrays")
+    m = src.shape[0]
+    lens = [("src", m), ("dst", dst.shape[0])] + ([("weight", w.shape[0])] if w is not None else [])
+    if len({n for _, n in lens}) != 1:
+        short = min(n for _, n in lens)
+        desc = ", ".join(f"{k} has {n}" for k, n in lens)
+        raise InvalidGraphError(
+            f"arrays of different lengths ({desc}): edge {offset + short}{where} is incomplete",
+            edge=offset + short,
+        )
+    i, reason, maxid = cpu.first_invalid_edge(src, dst, w, n_vertices)
+    if i >= 0:
+        wv = "" if w is None else f", weight={w[i]!r}"
+        raise InvalidGraphError(
+            f"edge {offset + i}{where} (src={src[i]}, dst={dst[i]}{wv}): {reason}"
+            + (f" (n_vertices={n_vertices})" if "range" in reason else ""),
+            edge=offset + i,
+        )
+    return int(maxid), m
+
+
+@dataclass
+class ArraySource:
+    """Rows held in memory by the caller (never copied, never modified)."""
+
+    src: np.ndarray
+    dst: np.ndarray
+    weight: np.ndarray
+
+    @property
+    def n_edges(self):
+        return int(self.src.shape[0])
+
+    def load(self, start, stop):
+        return self.src[start:stop], self.dst[start:stop], self.weight[start:stop]
+
+
+@dataclass
+class FunctionSource:
+    """Rows produced on a worker by ``func(start, stop, **params)``.
+
+    ``func`` must be importable (a module-level function) and must give the
+    same rows for the same range however the rows are split.
+    """
+
+    func: Callable
+    params: dict
+    n_edges: int
+    name: str = "source"
+
+    def load(self, start, stop):
+        return self.func(start, stop, **self.params)
+
+
+@dataclass
+class Graph:
+    """An undirected weighted multigraph given as edge sources.
+
+    Edge ids are positions: source order, then row order.  Build one with
+    :meth:`from_arrays`, :func:`mst_dist.generate` or a reader.
+    """
+
+    n_vertices: int
+    sources: Sequence
+    weight_dtype: np.dtype
+    validated: bool = False
+    name: str = "graph"
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def n_edges(self) -> int:
+        return int(sum(s.n_edges for s in self.sources))
+
+    @property
+    def in_memory(self) -> bool:
+        return all(isinstance(s, ArraySource) for s in self.sources)
+
+    def __repr__(self):
+        return (f"Graph(name={self.name!r}, n_vertices={self.n_vertices:,}, "
+                f"n_edges={self.n_edges:,}, weight_dtype={np.dtype(self.weight_dtype).name})")
+
+    @classmethod
+    def from_arrays(cls, src, dst, weight=None, n_vertices=None, *, name="arrays"):
+        """A graph from edge arrays in memory, validated.
+
+        Parameters
+        ----------
+        src, dst : array_like of int
+            Endpoints of each edge; vertex ids in ``[0, n_vertices)``.
+        weight : array_like of int or float, optional
+            Edge weights (default: all ``1``).  NaN and infinities are errors.
+        n_vertices : int, optional
+            Number of vertices (default ``max id + 1``); vertices without edges
+            are isolated components.
+
+        The arrays are neither copied nor modified.  A bad edge raises
+        :class:`InvalidGraphError` (a ``ValueError``) naming it.
+
+        Examples
+        --------
+        >>> import numpy as np, mst_dist
+        >>> g = mst_dist.Graph.from_arrays([0, 1, 2], [1, 2, 0], [3, 1, 2])
+        >>> g.n_vertices, g.n_edges
+        (3, 3)
+        """
+        src = np.asarray(src)
+        dst = np.asarray(dst)
+        if src.dtype.kind not in "iu" and src.size == 0:
+            src = src.astype(np.int64)
+        if dst.dtype.kind not in "iu" and dst.size == 0:
+            dst = dst.astype(np.int64)
+        if weight is None:
+            weight = np.ones(src.shape[0], dtype=np.int64)
+        weight = np.asarray(weight)
+        if weight.dtype.kind not in "iuf" and weight.size == 0:
+            weight = weight.astype(np.float64)
+        if n_vertices is not None:
+            if int(n_vertices) != n_vertices or n_vertices < 0:
+                raise InvalidGraphError(f"n_vertices must be a non-negative integer, got {n_vertices!r}")
+            n_vertices = int(n_vertices)
+        maxid, m = check_edges(src, dst, weight, -1 if n_vertices is None else n_vertices)
+        if n_vertices is None:
+            n_vertices = maxid + 1 if m else 0
+        if weight.dtype.kind == "b":
+            weight = weight.astype(np.int64)
+        return cls(n_vertices=n_vertices, sources=[ArraySource(src, dst, weight)],
+                   weight_dtype=weight.dtype, validated=True, name=name)
+
+    def to_arrays(self):
+        """All edges as ``(src, dst, weight)`` arrays in this process (small graphs, tests)."""
+        parts = [s.load(0, s.n_edges) for s in self.sources]
+        if not parts:
+            z = np.zeros(0, np.int64)
+            return z, z.copy(), np.zeros(0, self.weight_dtype)
+        return tuple(np.concatenate([p[i] for p in parts]) for i in range(3))
+
+    def chunk_ranges(self, partitions):
+        """Cut the edge id range into ``partitions`` contiguous chunks.
+
+        Returns ``[(source_index, start, stop, global_offset), ...]``; a chunk
+        never spans two sources (so a source boundary adds a chunk).
+        """
+        m = self.n_edges
+        partitions = max(1, int(partitions))
+        bounds = [round(i * m / partitions) for i in range(partitions + 1)]
+        out = []
+        offset = 0
+        for si, s in enumerate(self.sources):
+            lo, hi = offset, offset + s.n_edges
+            cuts = sorted({lo, hi, *[b for b in bounds if lo < b < hi]})
+            for a, b in zip(cuts[:-1], cuts[1:]):
+                out.append((si, a - lo, b - lo, a))
+            offset = hi
+        return out

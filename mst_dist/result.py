@@ -1,0 +1,153 @@
+"""The result of a run and its per-round statistics (one source of truth)."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+__all__ = ["MSFResult", "RoundStats", "RunStats", "PHASES"]
+
+#: The five phases of a Borůvka round, in order; the names used everywhere.
+PHASES = ("map", "merge", "contract", "filter-edges", "filter-nodes")
+
+
+@dataclass
+class RoundStats:
+    """What one round did.
+
+    ``mode`` is ``"distributed"`` for a round run as Dask tasks over all edge
+    chunks, ``"local"`` for the rounds of the final single-task solve (one
+    entry per round of that solve), ``"filter"`` for a light-edge pass's
+    boundary.  ``phase_seconds`` holds kernel time per phase; ``wall_seconds``
+    is the round as seen by the driver, so ``wall - sum(phases)`` is the
+    scheduling overhead.  ``bytes_moved`` counts the bytes of task results
+    consumed by tasks of the next phase (candidates, round maps, gathered
+    chunks): what crosses between workers when the tasks sit on different
+    workers.
+    """
+
+    round: int
+    mode: str
+    components_before: int
+    components_after: int
+    edges_before: int
+    edges_after: int
+    forest_edges: int
+    phase_seconds: dict = field(default_factory=dict)
+    wall_seconds: float = 0.0
+    bytes_moved: int = 0
+    tasks: int = 0
+
+    def to_dict(self):
+        return asdict(self)
+
+
+@dataclass
+class RunStats:
+    """Per-round statistics plus the run's own timings."""
+
+    rounds: list = field(default_factory=list)
+    setup_seconds: float = 0.0      # chunking, scattering/loading and preparing the edge chunks
+    solve_seconds: float = 0.0      # the rounds
+    finish_seconds: float = 0.0     # labels and the forest's rows
+    total_seconds: float = 0.0
+    partitions: int = 0
+    workers: int = 0
+    threads: int = 0
+    backend: str = "cpu"
+
+    @property
+    def n_rounds(self):
+        return len(self.rounds)
+
+    def phase_totals(self):
+        """Seconds per phase, summed over rounds."""
+        tot = {p: 0.0 for p in PHASES}
+        for r in self.rounds:
+            for k, s in r.phase_seconds.items():
+                tot[k] = tot.get(k, 0.0) + s
+        return tot
+
+    @property
+    def overhead_seconds(self):
+        """Wall time of the rounds not spent in kernels (scheduling, transfers)."""
+        return sum(r.wall_seconds - sum(r.phase_seconds.values()) for r in self.rounds)
+
+    @property
+    def bytes_moved(self):
+        return sum(r.bytes_moved for r in self.rounds)
+
+    def to_dict(self):
+        d = {k: v for k, v in asdict(self).items() if k != "rounds"}
+        d["rounds"] = [r.to_dict() for r in self.rounds]
+        d["phase_totals"] = self.phase_totals()
+        d["overhead_seconds"] = self.overhead_seconds
+        d["bytes_moved"] = self.bytes_moved
+        return d
+
+
+@dataclass
+class MSFResult:
+    """A minimum spanning forest.
+
+    Attributes
+    ----------
+    edge_ids : int64 array, ascending
+        Ids (input positions) of the forest's edges.
+    src, dst, weight : arrays
+        Those edges' rows as given (weight keeps the input dtype).
+    total_weight : int or float
+        Sum of the forest's weights; a Python ``int`` (exact) for integer
+        weights.
+    n_components : int
+        Connected components, isolated vertices included.
+    labels : int64 array of length n_vertices
+        Component of each vertex, numbered ``0..n_components-1`` in order of
+        each component's smallest vertex.
+    stats : RunStats
+        Per-round, per-phase statistics.
+    """
+
+    edge_ids: np.ndarray
+    src: np.ndarray
+    dst: np.ndarray
+    weight: np.ndarray
+    total_weight: object
+    n_components: int
+    labels: np.ndarray
+    n_vertices: int
+    n_edges: int
+    stats: RunStats
+
+    @property
+    def n_forest_edges(self):
+        return int(self.edge_ids.shape[0])
+
+    def summary(self):
+        """A small dict for reports and the command line."""
+        return {
+            "vertices": self.n_vertices,
+            "edges": self.n_edges,
+            "forest_edges": self.n_forest_edges,
+            "total_weight": self.total_weight,
+            "components": self.n_components,
+            "rounds": self.stats.n_rounds,
+            "seconds": self.stats.total_seconds,
+        }
+
+    def __repr__(self):
+        return (f"MSFResult(forest_edges={self.n_forest_edges:,}, total_weight={self.total_weight}, "
+                f"n_components={self.n_components:,}, rounds={self.stats.n_rounds})")
+
+
+def exact_total(weight):
+    """Sum of weights, exact for integers (Python int), float64 sum otherwise."""
+    weight = np.asarray(weight)
+    if weight.size == 0:
+        return 0 if weight.dtype.kind in "iub" else 0.0
+    if weight.dtype.kind in "iub":
+        # int64 partial sums can overflow; object sum of Python ints is exact.
+        if weight.dtype.kind == "u" or weight.size * max(abs(int(weight.max())), abs(int(weight.min()))) >= 2**63:
+            return int(sum(int(x) for x in weight.tolist()))
+        return int(weight.astype(np.int64).sum())
+    return float(np.sum(weight, dtype=np.float64))
