@@ -377,9 +377,9 @@ def _run(args):
 
     t0 = time.perf_counter()
     cfg = run_config_from_args(args)
+    kwargs = _engine_kwargs(cfg, None if args.quiet else _progress)
     graph = build_graph(cfg)
     logger.info("graph %s: %s vertices, %s edges", graph.name, f"{graph.n_vertices:,}", f"{graph.n_edges:,}")
-    kwargs = _engine_kwargs(cfg, None if args.quiet else _progress)
     client, close = make_client(cfg["cluster"])
     try:
         result = minimum_spanning_forest(graph, client, **kwargs)

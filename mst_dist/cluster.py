@@ -38,7 +38,7 @@ def embedded(n_workers=1, threads_per_worker=None, processes=False,
     try:
         client = Client(cluster)
         try:
-            link = cluster.dashboard_link if dashboard_address else None
+            link = _dashboard_link(cluster, dashboard_address)
             logger.info("embedded Dask cluster: %d worker(s) x %d thread(s)%s", n_workers,
                         threads_per_worker, f", dashboard at {link}" if link else "")
             yield client
@@ -46,3 +46,15 @@ def embedded(n_workers=1, threads_per_worker=None, processes=False,
             client.close()
     finally:
         cluster.close()
+
+
+def _dashboard_link(cluster, dashboard_address):
+    """The dashboard's URL on the interface it is bound to (not the host's public name)."""
+    if not dashboard_address:
+        return None
+    try:
+        port = cluster.scheduler.http_server.port
+    except AttributeError:  # pragma: no cover - remote scheduler
+        return cluster.dashboard_link
+    host = str(dashboard_address).rsplit(":", 1)[0] or "127.0.0.1"
+    return f"http://{host}:{port}/status"

@@ -314,7 +314,8 @@ def _caveman_structure(e, g, k, connected):
 
 def _scramble_keys(seed, scale):
     """Odd multipliers, additive constants and shifts of the R-MAT id scramble."""
-    state = np.random.SeedSequence([seed, _TAGS["rmat"], _STREAM_GLOBAL, 0]).generate_state(8, np.uint64)
+    seq = np.random.SeedSequence([seed, _TAGS["rmat"], _STREAM_GLOBAL, 0])
+    state = seq.generate_state(6, np.uint64)
     mask = (1 << scale) - 1
     mults = [(int(x) | 1) & mask for x in state[:3]]
     adds = [int(x) & mask for x in state[3:6]]
@@ -327,14 +328,14 @@ def _scramble(x, scale, mults, adds, shift):
     mask = np.uint64((1 << scale) - 1)
     y = x.astype(np.uint64)
     for mul, add in zip(mults, adds):
-        y *= np.uint64(mul)          # wraps mod 2**64; low `scale` bits are the product mod 2**scale
+        y *= np.uint64(mul)   # wraps mod 2**64: the low `scale` bits are the product mod 2**scale
         y += np.uint64(add)
         y &= mask
         y ^= y >> np.uint64(shift)
-    return y.astype(np.int64)
+    return y.view(np.int64)
 
 
-_RMAT_SUB = 1 << 15   # edges per cache-sized sub-block of an R-MAT block
+_RMAT_SUB = 1 << 16   # edges per cache-sized sub-block of an R-MAT block
 
 
 def _draw_rmat(rng, size, scale, a, b, c, mults, adds, shift):
@@ -347,8 +348,9 @@ def _draw_rmat(rng, size, scale, a, b, c, mults, adds, shift):
     quadrants 1, 3, which is ``(r >= a) ^ (r >= a+b) ^ (r >= a+b+c)``.
     """
     fa, fab, fabc = np.float32(a), np.float32(a + b), np.float32(a + b + c)
-    u = np.empty(size, np.int64)
-    v = np.empty(size, np.int64)
+    acc = np.uint32 if scale <= 32 else np.uint64   # narrow accumulators: less traffic
+    u = np.empty(size, acc)
+    v = np.empty(size, acc)
     sub = min(_RMAT_SUB, size)
     r = np.empty(sub, np.float32)
     hi, lo, top = np.empty(sub, bool), np.empty(sub, bool), np.empty(sub, bool)
@@ -467,7 +469,8 @@ def erdos_renyi(n, m, *, seed=0, weights="int", wmin=1, wmax=1000):
     n = _as_int("n", n, lo=1)
     m = _as_int("m", m, lo=0)
     if m > 0 and n < 2:
-        raise ValueError(f"erdos_renyi: n must be >= 2 to place edges without self-loops, got n={n}")
+        raise ValueError(
+            f"erdos_renyi: n must be >= 2 to place edges without self-loops, got n={n}")
     return _make("erdos_renyi", _erdos_renyi_rows, n, m, wspec, dtype, {"n": n},
                  describe={"n": n, "m": m})
 
@@ -698,7 +701,8 @@ GENERATORS = {
 }
 
 
-def generate(kind: str, *, seed: int = 0, weights: str = "int", wmin=1, wmax=1000, **params) -> Graph:
+def generate(kind: str, *, seed: int = 0, weights: str = "int", wmin=1, wmax=1000,
+             **params) -> Graph:
     """Build a seeded synthetic graph of a named family, generated on the workers.
 
     Parameters
@@ -715,7 +719,8 @@ def generate(kind: str, *, seed: int = 0, weights: str = "int", wmin=1, wmax=100
         ``"int"``: int64 uniform on ``[wmin, wmax]`` (ties on purpose);
         ``"float"``: float64 uniform on ``[wmin, wmax)``.
     wmin, wmax : int or float, optional
-        Weight range (default ``1 .. 1000``).
+        Weight range (default ``1 .. 1000``); ``wmin == wmax`` gives constant
+        weights.
     **params
         The family's parameters, by name.
 

@@ -1,0 +1,36 @@
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+
+@pytest.fixture(scope="session")
+def client():
+    """One in-process cluster shared by the distributed tests (1 worker x 2 threads)."""
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
+                      dashboard_address=":0") as cluster, Client(cluster) as c:
+        yield c
+
+
+@pytest.fixture(scope="session")
+def client2():
+    """Two in-process workers (1 thread each): chunks and tasks spread over both."""
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                      dashboard_address=":0") as cluster, Client(cluster) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def pclient():
+    """Two worker processes with nannies (real pickling, real transfers)."""
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=":0", memory_limit="4GiB") as cluster, Client(cluster) as c:
+        yield c
