@@ -98,8 +98,37 @@ def minimum_spanning_forest(graph, client=None, *, partitions=None, backend="aut
         progress=progress,
     )
     if client is not None:
-        return Driver(graph, client, **opts).run()
+        return _run_resilient(Driver, graph, client, opts)
     from .cluster import embedded
 
     with embedded() as c:
-        return Driver(graph, c, **opts).run()
+        return _run_resilient(Driver, graph, c, opts)
+
+
+def _run_resilient(Driver, graph, client, opts, retries=None):
+    """Run, and start again when data without lineage was lost with a worker.
+
+    Chunks made by tasks (generators, readers) are recomputed by Dask itself
+    from their lineage when a worker dies.  Chunks scattered from the
+    caller's arrays have no lineage: if their worker dies, the run starts
+    again from the arrays (same result: the forest is unique).
+    """
+    from distributed.client import FutureCancelledError
+
+    try:
+        from distributed.scheduler import KilledWorker
+    except ImportError:  # pragma: no cover
+        KilledWorker = RuntimeError
+    retries = _conf("retries", retries, 2)
+    for attempt in range(retries + 1):
+        try:
+            return Driver(graph, client, **opts).run()
+        except (FutureCancelledError, KilledWorker) as e:
+            if attempt == retries:
+                raise
+            logger.warning("lost data with a worker (%s); starting the run again (%d/%d)",
+                           e, attempt + 1, retries)
+            try:
+                client.wait_for_workers(1, timeout=60)
+            except Exception:  # pragma: no cover
+                pass

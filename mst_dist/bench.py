@@ -197,7 +197,7 @@ def machine_info():
     except Exception:  # pragma: no cover - psutil missing
         pass
     try:
-        info["loadavg_start"] = list(os.getloadavg())
+        info["loadavg_start"] = _loadavg()
     except OSError:  # pragma: no cover
         pass
     return info
@@ -604,8 +604,10 @@ def run_bench(config, out_dir, *, repeat=None, only=None, methods=None, log=None
                 gres["methods"][meth] = res
                 gc.collect()
                 if "error" not in res:
-                    log(f"   {meth:<19} min {res['min']['total']:8.3f} s  median "
-                        f"{res['median']['total']:8.3f} s  weight {res.get('total_weight')}")
+                    key = "call" if meth == "rustworkx" else "total"
+                    log(f"   {meth:<19} min {res['min'][key]:8.3f} s  median "
+                        f"{res['median'][key]:8.3f} s  weight {res.get('total_weight')}"
+                        + (" (call only)" if key == "call" else ""))
             ctx.pop("arrays")
             gc.collect()
             gres["loadavg_end"] = _loadavg()
@@ -679,8 +681,7 @@ def summarise(report):
                 "speedup_rx_call": _ratio(_get(M, "rustworkx", stat, "call"), eng),
                 "speedup_rx_total": _ratio(_get(M, "rustworkx", stat, "total"), eng),
             })
-        gm = {k: _gmean([r[k] for r in rows]) for k in rows[0]} if rows else {}
-        gm.pop("graph", None)
+        gm = {k: _gmean([r[k] for r in rows]) for k in rows[0] if k != "graph"} if rows else {}
         targets = []
 
         def verdict(name, desc, vals, ok):
