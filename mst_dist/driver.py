@@ -81,11 +81,11 @@ def _merge(*parts):
     return cand, st
 
 
-def _contract(merged, n_comp, prev):
+def _contract(merged, n_comp, prev, finish=True):
     cand, st = merged
     fin_off = 0 if prev is None else prev["finished_total"]
     t0 = time.perf_counter()
-    M, chosen, n_next, n_fin = cpu.contract(*cand, n_comp, fin_off, True)
+    M, chosen, n_next, n_fin = cpu.contract(*cand, n_comp, fin_off, finish)
     dt = time.perf_counter() - t0
     stats = dict(st)
     stats.update(contract=dt, n_comp=n_comp, n_next=n_next, n_finished=n_fin,
@@ -117,6 +117,38 @@ def _local(chunks, rmap, n_comp, prev, n_vertices, light_factor, min_degree, raw
              "finished_total": fin_off + n_fin, "forest_edges": int(chosen.shape[0]),
              "solve": time.perf_counter() - t2}
     return (M, 0), chosen, stats
+
+
+def _sample(chunk, rate, seed):
+    """A uniform sample of a chunk's (key, eid) pairs (role: filter, for the light/heavy threshold)."""
+    m = chunk[0].shape[0]
+    k = min(m, int(np.ceil(m * rate)))
+    if k == 0:
+        return np.zeros(0, np.uint64), np.zeros(0, np.int64)
+    pos = np.random.default_rng(seed).choice(m, k, replace=False)
+    return chunk[2][pos], chunk[3][pos]
+
+
+def _split(chunk, rmap, tk, te):
+    """Pending relabel, then the chunk's light edges (<= threshold) apart from its heavy ones."""
+    if rmap is not None:
+        chunk = cpu.filter_edges(*chunk, rmap[0])
+    u, v, k, e = chunk
+    light = (k < tk) | ((k == tk) & (e <= te))
+    heavy = ~light
+    return tuple(a[light] for a in (u, v, k, e)), tuple(a[heavy] for a in (u, v, k, e))
+
+
+def _compose_forward(*maps):
+    """One map for a whole light pass: input comp -> comp after the pass."""
+    P = maps[0][0].copy()
+    for M in maps[1:]:
+        cpu._p_compose_forward(P, M[0])
+    return P, maps[-1][1]
+
+
+def _len(chunk):
+    return int(chunk[0].shape[0])
 
 
 def _compact_segments(S):
@@ -236,11 +268,13 @@ class Driver:
         rnd = 0
         chunks = None
         rmap = None
+        light, heavy, light_maps = False, None, []
+        light_done = False
         n_comp = n
         edges_left = m_total
         t_setup = time.perf_counter()
         while True:
-            if edges_left <= self.local_finish or n_comp == 0:
+            if not light and (edges_left <= self.local_finish or n_comp == 0):
                 # finish in one task
                 t0 = time.perf_counter()
                 self._emit(round=rnd, phase="local", components=n_comp, edges=edges_left,
@@ -260,6 +294,32 @@ class Driver:
                 self._local_rounds(stats, st, rnd, wall)
                 prev_stats = st
                 break
+            # a light pass first, when the edges are many per component
+            # (once per run: every extra round costs a Dask round trip)
+            if (not light and not light_done and self.light_factor > 0 and n_comp
+                    and edges_left > self.min_degree * n_comp):
+                light_done = True
+                if chunks is None:
+                    chunks = [c.submit(_prepare, r, off, n, key=self._key("prepare", 0, i))
+                              for i, (r, off) in enumerate(zip(raws, offsets))]
+                rate = min(1.0, 8192 / max(1, edges_left))
+                samples = c.gather([c.submit(_sample, ch, rate, 1000 * rnd + i, key=self._key("sample", rnd, i))
+                                    for i, ch in enumerate(chunks)])
+                ks = np.concatenate([x[0] for x in samples])
+                es = np.concatenate([x[1] for x in samples])
+                q = int(len(ks) * self.light_factor * n_comp / edges_left)
+                if 0 < q < len(ks):
+                    order = np.lexsort((es, ks))
+                    tk, te = ks[order[q]], es[order[q]]
+                    outs = [c.submit(_split, ch, rmap, tk, te, key=self._key("filter", rnd, i))
+                            for i, ch in enumerate(chunks)]
+                    chunks = [c.submit(operator.getitem, o, 0, key=self._key("light", rnd, i))
+                              for i, o in enumerate(outs)]
+                    heavy = [c.submit(operator.getitem, o, 1, key=self._key("heavy", rnd, i))
+                             for i, o in enumerate(outs)]
+                    rmap = None
+                    light, light_maps = True, []
+                    logger.debug("light pass from round %d: threshold key %d eid %d", rnd, tk, te)
             # one distributed round
             t0 = time.perf_counter()
             self._emit(round=rnd, phase="map", components=n_comp, edges=edges_left, elapsed=t0 - t_start)
@@ -279,7 +339,7 @@ class Driver:
                          for j in range(0, len(level), self.split_every)]
                 depth += 1
             merged = level[0] if depth else c.submit(_merge, level[0], key=self._key("merge", rnd, "0.0"))
-            out = c.submit(_contract, merged, n_comp, prev_stats, key=self._key("contract", rnd))
+            out = c.submit(_contract, merged, n_comp, prev_stats, not light, key=self._key("contract", rnd))
             rmap_f = c.submit(operator.getitem, out, 0, key=self._key("rmap", rnd))
             chosen_f.append(c.submit(operator.getitem, out, 1, key=self._key("chosen", rnd)))
             st = c.submit(operator.getitem, out, 2, key=self._key("stats", rnd)).result()
@@ -287,7 +347,8 @@ class Driver:
             if rnd == 0:
                 t_setup = t0
             stats.rounds.append(RoundStats(
-                round=rnd, mode="distributed", components_before=n_comp,
+                round=rnd, mode="distributed-light" if light else "distributed",
+                components_before=n_comp,
                 components_after=st["n_next"], edges_before=st["edges_in"], edges_after=st["edges"],
                 forest_edges=st["forest_edges"],
                 phase_seconds={"map": st["map"], "merge": st["merge"], "contract": st["contract"]},
@@ -300,8 +361,21 @@ class Driver:
             n_comp = st["n_next"]
             edges_left = st["edges"]
             rnd += 1
+            if light:
+                light_maps.append(rmap_f)
+                if edges_left == 0:
+                    # light edges used up: the heavy ones, relabelled once, come next
+                    chunks = heavy
+                    rmap = c.submit(_compose_forward, *light_maps, key=self._key("compose", rnd))
+                    edges_left = sum(c.gather([c.submit(_len, h, key=self._key("count", rnd, i))
+                                               for i, h in enumerate(heavy)]))
+                    logger.debug("light pass done: %d heavy edges", edges_left)
+                    light, heavy, light_maps = False, None, []
+                continue
             if n_comp == 0:
                 break
+        if not stats.setup_seconds:
+            stats.setup_seconds = t_setup - t_start
         stats.solve_seconds = time.perf_counter() - t_setup
         # 3. the forest, its rows and the labels
         t_fin = time.perf_counter()

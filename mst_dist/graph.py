@@ -60,9 +60,9 @@ def check_edges(src, dst, w, n_vertices, offset=0, where=""):
         )
     i, reason, maxid = cpu.first_invalid_edge(src, dst, w, n_vertices)
     if i >= 0:
-        wv = "" if w is None else f", weight={w[i]!r}"
+        wv = "" if w is None else f", weight={w[i].item()!r}"
         raise InvalidGraphError(
-            f"edge {offset + i}{where} (src={src[i]}, dst={dst[i]}{wv}): {reason}"
+            f"edge {offset + i}{where} (src={src[i].item()}, dst={dst[i].item()}{wv}): {reason}"
             + (f" (n_vertices={n_vertices})" if "range" in reason else ""),
             edge=offset + i,
         )

@@ -35,7 +35,7 @@ def test_run_bench_tiny_all_methods_agree(tmp_path):
         meths = g["methods"]
         assert set(meths) == set(bench.METHODS)
         weights = {k: v["total_weight"] for k, v in meths.items()}
-        assert "error" not in str(meths.keys())
+        assert not [k for k, v in meths.items() if "error" in v]
         assert len(set(weights.values())) == 1, (g["name"], weights)
         assert len({v["forest_edges"] for v in meths.values()}) == 1, g["name"]
         # the engine, the distributed engine and the kernel loop pick the same edge ids

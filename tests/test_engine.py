@@ -127,12 +127,13 @@ def test_stats_per_round_and_phase(client):
     g = mst_dist.generate("circulant", seed=2, n=5000, d=3)
     res = mst_dist.minimum_spanning_forest(g, client, partitions=4, local_finish=0)
     rounds = res.stats.rounds
-    assert len(rounds) >= 2 and all(r.mode == "distributed" for r in rounds)
+    assert len(rounds) >= 2 and all(r.mode.startswith("distributed") for r in rounds)
     assert rounds[0].components_before == 5000 and rounds[-1].components_after == 0
     assert sum(r.forest_edges for r in rounds) == res.n_forest_edges == 4999
     for a, b in zip(rounds, rounds[1:]):
         assert b.components_before == a.components_after
-        assert b.edges_before == a.edges_after
+        if a.mode == b.mode:  # a light pass's rounds see the light edges only
+            assert b.edges_before == a.edges_after
     for r in rounds:
         assert set(r.phase_seconds) >= {"map", "merge", "contract"}
         assert r.wall_seconds >= sum(r.phase_seconds.values()) > 0
