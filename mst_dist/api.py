@@ -14,14 +14,10 @@ BACKENDS = ("cpu", "auto")
 
 
 def _conf(name, value, default):
-    if value is not None:
-        return value
-    try:
-        import dask.config
+    """Keyword > dask.config (environment, YAML files) > packaged defaults."""
+    from . import config
 
-        return dask.config.get(f"mst.{name}", default)
-    except Exception:  # pragma: no cover
-        return default
+    return config.get(name, value, default)
 
 
 def minimum_spanning_forest(graph, client=None, *, partitions=None, backend="auto",

@@ -20,16 +20,27 @@ def _cores():
         return os.cpu_count() or 1
 
 
+_UNSET = object()
+
+
 @contextlib.contextmanager
-def embedded(n_workers=1, threads_per_worker=None, processes=False,
-             dashboard_address="127.0.0.1:0", memory_limit="auto", **kwargs):
+def embedded(n_workers=None, threads_per_worker=None, processes=None,
+             dashboard_address=_UNSET, memory_limit="auto", **kwargs):
     """An in-process Dask cluster and its client, closed on exit.
 
-    One worker with a thread per core by default: every chunk then lives in
-    this process, and nothing is pickled or copied between tasks.
+    Unset arguments come from the ``mst.cluster`` configuration: one worker
+    with a thread per core by default, so every chunk lives in this process
+    and nothing is pickled or copied between tasks.
     """
     from distributed import Client, LocalCluster
 
+    from . import config
+
+    n_workers = config.get("cluster.n-workers", n_workers) or 1
+    threads_per_worker = config.get("cluster.threads-per-worker", threads_per_worker)
+    processes = bool(config.get("cluster.processes", processes))
+    if dashboard_address is _UNSET:
+        dashboard_address = config.get("cluster.dashboard-address")
     if threads_per_worker is None:
         threads_per_worker = max(1, _cores() // max(1, n_workers))
     cluster = LocalCluster(n_workers=n_workers, threads_per_worker=threads_per_worker,

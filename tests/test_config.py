@@ -43,7 +43,6 @@ EXPECTED_DEFAULTS = {
     "split-every": 8,
     "filter.light-factor": 1.5,
     "filter.min-degree": 3.0,
-    "dedupe": True,
     "backend": "auto",
     "cluster.kind": "local",
     "cluster.n-workers": None,

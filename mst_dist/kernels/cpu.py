@@ -520,7 +520,7 @@ def compose_labels(maps, n_vertices):
 
 @njit(parallel=True, nogil=True, cache=True)
 def _concat(chunks_u, chunks_v, chunks_k, chunks_e, offs, u, v, k, e):
-    for c in prange(len(chunks_u)):
+    for c in prange(offs.shape[0]):
         o = offs[c]
         cu = chunks_u[c]
         cv = chunks_v[c]
@@ -666,6 +666,64 @@ def _p_compose_forward(cur, M):
         cur[i] = M[cur[i]]
 
 
+@njit(parallel=True, nogil=True, cache=True)
+def _p_dedupe(u, v, key, eid, seg, cnt):
+    """Keep only the lightest of parallel edges within each segment (role: filter-edges).
+
+    Open addressing on the unordered endpoint pair; a loser is dropped, the
+    segment compacted in place.  Any subset of parallel edges that keeps each
+    pair's lightest is safe to drop (the cycle property).
+    """
+    T = cnt.shape[0]
+    dropped = np.zeros(T, np.int64)
+    for t in prange(T):
+        s0 = seg[t]
+        n = cnt[t]
+        if n < 2:
+            continue
+        cap = 1
+        while cap < 2 * n:
+            cap *= 2
+        mask = np.uint64(cap - 1)
+        table = np.full(cap, -1, np.int64)
+        dead = np.zeros(n, np.bool_)
+        for i in range(s0, s0 + n):
+            a = np.uint64(u[i])
+            b = np.uint64(v[i])
+            if a > b:
+                a, b = b, a
+            h = ((a * np.uint64(0x9E3779B97F4A7C15)) ^ (b * np.uint64(0xC2B2AE3D27D4EB4F))) >> np.uint64(17)
+            h &= mask
+            while True:
+                p = table[h]
+                if p < 0:
+                    table[h] = i
+                    break
+                pa = np.uint64(u[p])
+                pb = np.uint64(v[p])
+                if pa > pb:
+                    pa, pb = pb, pa
+                if pa == a and pb == b:
+                    if key[i] < key[p] or (key[i] == key[p] and eid[i] < eid[p]):
+                        dead[p - s0] = True
+                        table[h] = i
+                    else:
+                        dead[i - s0] = True
+                    break
+                h = (h + np.uint64(1)) & mask
+        j = s0
+        for i in range(s0, s0 + n):
+            if not dead[i - s0]:
+                u[j] = u[i]
+                v[j] = v[i]
+                key[j] = key[i]
+                eid[j] = eid[i]
+                j += 1
+        dropped[t] = s0 + n - j
+        cnt[t] = j - s0
+    return dropped.sum()
+
+
 class _Segments:
     """Edge arrays split into per-thread segments (each segment compacts in place)."""
 
@@ -699,7 +757,7 @@ def _sample_threshold(S, n_light, rng):
 
 
 def solve_local(u, v, key, eid, n_comp, finished_offset=0, *, light_factor=1.5,
-                min_degree=3.0, seed=0, trace=None):
+                min_degree=3.0, dedupe=0.0, seed=0, trace=None):
     """The whole MSF of one edge set in this process (roles: all five, in a loop).
 
     ``u, v`` are component ids in ``[0, n_comp)``; the arrays are consumed
@@ -713,6 +771,10 @@ def solve_local(u, v, key, eid, n_comp, finished_offset=0, *, light_factor=1.5,
 
     Returns ``(M, chosen_eids, n_finished)``: ``M`` maps every input
     component to ``-(F + 1)`` (all finish here), ``F >= finished_offset``.
+    With ``dedupe > 0``, after a relabel that leaves more than ``dedupe``
+    edges per component, parallel edges are cut to the lightest of each pair
+    (within each thread's segment).
+
     ``trace``, if a list, receives one dict per round.
     """
     import time
@@ -748,6 +810,8 @@ def solve_local(u, v, key, eid, n_comp, finished_offset=0, *, light_factor=1.5,
             local_maps.append(M)
             if n_next:
                 _p_relabel(S.u, S.v, S.key, S.eid, S.seg, S.cnt, M.astype(S.u.dtype))
+                if dedupe > 0 and S.m > dedupe * n_next:
+                    _p_dedupe(S.u, S.v, S.key, S.eid, S.seg, S.cnt)
             else:
                 S.cnt[:] = 0
             t4 = time.perf_counter()
@@ -789,6 +853,8 @@ def solve_local(u, v, key, eid, n_comp, finished_offset=0, *, light_factor=1.5,
                 t0 = time.perf_counter()
                 m_h = S.m
                 _p_relabel(S.u, S.v, S.key, S.eid, S.seg, S.cnt, P.astype(S.u.dtype))
+                if dedupe > 0 and S.m > dedupe * n_cur:
+                    _p_dedupe(S.u, S.v, S.key, S.eid, S.seg, S.cnt)
                 if trace is not None:
                     trace.append(dict(round=rnd, components_before=n_before, components_after=n_cur,
                                       edges_before=m_h, edges_after=S.m, forest_edges=0, finished=0,
@@ -834,9 +900,9 @@ def concat_chunks(chunks, n_vertices):
 
 
 @njit(parallel=True, nogil=True, cache=True)
-def _count_nonloops(srcs, dsts):
-    out = np.zeros(len(srcs), np.int64)
-    for c in prange(len(srcs)):
+def _count_nonloops(srcs, dsts, nc):
+    out = np.zeros(nc, np.int64)
+    for c in prange(nc):
         s = srcs[c]
         d = dsts[c]
         a = 0
@@ -849,7 +915,7 @@ def _count_nonloops(srcs, dsts):
 
 @njit(parallel=True, nogil=True, cache=True)
 def _concat_prepare(srcs, dsts, keys, offsets, outpos, u, v, k, e):
-    for c in prange(len(srcs)):
+    for c in prange(offsets.shape[0]):
         s = srcs[c]
         d = dsts[c]
         kk = keys[c]
@@ -894,7 +960,7 @@ def prepare_many(raws, offsets, n_vertices):
         ls.append(np.ascontiguousarray(s, dtype=sdt))
         ld.append(np.ascontiguousarray(d, dtype=sdt))
         lk.append(weight_keys(w))
-    counts = _count_nonloops(ls, ld)
+    counts = _count_nonloops(ls, ld, np.int64(len(pieces)))
     outpos = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
     m = int(counts.sum())
     u, v, k, e = alloc_soa(m, [idt, idt, np.uint64, np.int64])
