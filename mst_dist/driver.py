@@ -32,7 +32,8 @@ from .result import MSFResult, RoundStats, RunStats, exact_total
 
 logger = logging.getLogger("mst_dist")
 
-BYTES_PER_EDGE = 24  # working chunk: u, v (int32), key (uint64), eid (int64)
+BYTES_PER_EDGE = 24
+EVENT_TOPIC = "mst-dist"  # scheduler event topic the driver publishes run/round records on  # working chunk: u, v (int32), key (uint64), eid (int64)
 
 
 # ---------------------------------------------------------------------------
@@ -195,13 +196,14 @@ class Driver:
     """Runs one MSF computation on a client."""
 
     def __init__(self, graph: Graph, client, *, partitions=None, local_finish="auto",
-                 split_every=8, light_factor=1.5, min_degree=3.0, progress=None):
+                 split_every=8, light_factor=1.5, min_degree=3.0, progress=None, publish=True):
         self.g = graph
         self.client = client
         self.split_every = max(2, int(split_every))
         self.light_factor = light_factor
         self.min_degree = min_degree
         self.progress = progress
+        self.publish = publish
         self.token = uuid.uuid4().hex[:8]
         info = client.scheduler_info(n_workers=-1) if _accepts_n_workers(client) else client.scheduler_info()
         workers = info.get("workers", {})
@@ -228,7 +230,17 @@ class Driver:
         k = f"mst-{phase}-r{rnd}-{self.token}"
         return k if i is None else f"{k}-{i}"
 
+    def _publish(self, event, **payload):
+        """Send a small record to the scheduler's ``mst-dist`` event topic (dashboard, logs)."""
+        if not self.publish:
+            return
+        try:
+            self.client.log_event(EVENT_TOPIC, {"event": event, "run": self.token, **payload})
+        except Exception:  # an old scheduler or a closing client must not break a run
+            logger.debug("could not publish %s", event, exc_info=True)
+
     def _emit(self, **ev):
+        self._publish("phase", **ev)
         if self.progress is not None:
             try:
                 self.progress(ev)
@@ -241,6 +253,8 @@ class Driver:
         t_start = time.perf_counter()
         wall_start = time.time()
         stats = RunStats(partitions=self.partitions, workers=self.n_workers, threads=self.threads)
+        self._publish("run-start", graph=g.name, n_vertices=g.n_vertices, n_edges=g.n_edges,
+                      partitions=self.partitions, workers=self.workers, time=wall_start)
         n = g.n_vertices
         ranges = g.chunk_ranges(self.partitions)
         stats.partitions = len(ranges)
@@ -291,7 +305,10 @@ class Driver:
                 if chunks is None:
                     stats.setup_seconds += st["prepare"]
                     t_setup = t0 + st["prepare"]
+                n0 = len(stats.rounds)
                 self._local_rounds(stats, st, rnd, wall)
+                for r in stats.rounds[n0:]:
+                    self._publish("round", **r.to_dict())
                 prev_stats = st
                 break
             # a light pass first, when the edges are many per component
@@ -356,6 +373,7 @@ class Driver:
                 bytes_moved=st["cand_bytes"] + st["map_bytes"] * max(0, min(self.n_workers, len(chunks)) - 1),
                 tasks=3 * len(chunks) + depth + 4))
             logger.debug("round %d: %s", rnd, st)
+            self._publish("round", **stats.rounds[-1].to_dict())
             maps.append(rmap_f)
             chunks, rmap, prev_stats = new_chunks, rmap_f, st
             n_comp = st["n_next"]
@@ -388,6 +406,9 @@ class Driver:
         stats.finish_seconds = time.perf_counter() - t_fin
         stats.total_seconds = time.perf_counter() - t_start
         self._exact_bytes(stats, wall_start)
+        self._publish("run-end", total_seconds=stats.total_seconds, n_rounds=stats.n_rounds,
+                      forest_edges=int(edge_ids.shape[0]), n_components=int(n_components),
+                      bytes_moved=stats.bytes_moved)
         return MSFResult(edge_ids=edge_ids, src=src, dst=dst, weight=w,
                          total_weight=exact_total(w), n_components=int(n_components), labels=labels,
                          n_vertices=n, n_edges=m_total, stats=stats)
