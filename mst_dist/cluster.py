@@ -49,6 +49,10 @@ def embedded(n_workers=None, threads_per_worker=None, processes=None,
     try:
         client = Client(cluster)
         try:
+            if dashboard_address:
+                from .dashboard import register
+
+                register(client)  # the dashboard's MST page
             link = _dashboard_link(cluster, dashboard_address)
             logger.info("embedded Dask cluster: %d worker(s) x %d thread(s)%s", n_workers,
                         threads_per_worker, f", dashboard at {link}" if link else "")

@@ -108,7 +108,7 @@ def _local(chunks, rmap, n_comp, prev, n_vertices, light_factor, min_degree, raw
     if rmap is not None:
         T = max(1, cpu._nthreads())
         S = cpu._Segments(u, v, k, e, T)
-        cpu._p_relabel(S.u, S.v, S.key, S.eid, S.seg, S.cnt, rmap[0].astype(u.dtype))
+        cpu._p_relabel(S.u, S.v, S.key, S.eid, S.seg, S.cnt, rmap[0])
         u, v, k, e = _compact_segments(S)
     t2 = time.perf_counter()
     trace = []
@@ -162,11 +162,7 @@ def _labels(n_vertices, *maps):
 
 
 def _forest(*chosen):
-    if not chosen:
-        return np.zeros(0, np.int64)
-    ids = np.concatenate(chosen)
-    ids.sort()
-    return ids
+    return cpu.sorted_ids(list(chosen))
 
 
 def _rows(raw, offset, edge_ids):
@@ -408,7 +404,8 @@ class Driver:
         self._exact_bytes(stats, wall_start)
         self._publish("run-end", total_seconds=stats.total_seconds, n_rounds=stats.n_rounds,
                       forest_edges=int(edge_ids.shape[0]), n_components=int(n_components),
-                      bytes_moved=stats.bytes_moved)
+                      bytes_moved=stats.bytes_moved,
+                      rounds=[r.to_dict() for r in stats.rounds])  # final: exact bytes moved
         return MSFResult(edge_ids=edge_ids, src=src, dst=dst, weight=w,
                          total_weight=exact_total(w), n_components=int(n_components), labels=labels,
                          n_vertices=n, n_edges=m_total, stats=stats)

@@ -299,7 +299,7 @@ def filter_map_chunk(u, v, key, eid, M, n_comp):
     """
     m = u.shape[0]
     nu, nv, nk, ne = alloc_soa(m, [u.dtype, v.dtype, np.uint64, np.int64])
-    Mi = M.astype(u.dtype) if M.dtype != u.dtype else M
+    Mi = M  # int64; the kernel stores into the chunk's id dtype (values < n_comp)
     j, comp, ck, ce, co = _filter_map(u, v, key, eid, Mi, np.int64(n_comp), nu, nv, nk, ne)
     return (nu[:j], nv[:j], nk[:j], ne[:j]), (comp, ck, ce, co)
 
@@ -323,7 +323,7 @@ def filter_edges(u, v, key, eid, M):
     """Relabel endpoints by the round map and drop self-loops (role: filter-edges)."""
     m = u.shape[0]
     nu, nv, nk, ne = alloc_soa(m, [u.dtype, v.dtype, np.uint64, np.int64])
-    Mi = M.astype(u.dtype) if M.dtype != u.dtype else M
+    Mi = M  # int64; the kernel stores into the chunk's id dtype (values < n_comp)
     j = _filter(u, v, key, eid, Mi, nu, nv, nk, ne)
     return nu[:j], nv[:j], nk[:j], ne[:j]
 
@@ -376,45 +376,43 @@ def merge_candidates(parts):
 
 
 @njit(parallel=True, nogil=True, cache=True)
-def _contract(comp, key, eid, other, n_comp, fin_off, finish, parent, M, nthr):
+def _contract(comp, key, eid, other, n_comp, fin_off, finish, parent, M, has, nthr):
     k = comp.shape[0]
     for c in prange(n_comp):
         parent[c] = c
+        has[c] = False
     for i in prange(k):
         parent[comp[i]] = other[i]
-    mark = np.zeros(k, np.bool_)
+        has[comp[i]] = True
+    mark = np.empty(k, np.bool_)
+    n_mut = 0
     for i in prange(k):
         c = comp[i]
         o = other[i]
-        if parent[o] == c and c < o:
-            mark[i] = True
+        mk = parent[o] == c and c < o
+        mark[i] = mk
+        if mk:
+            n_mut += 1
     for i in prange(k):
         if mark[i]:
             parent[comp[i]] = comp[i]
-    n_chosen = 0
-    for i in range(k):
-        if not mark[i]:
-            n_chosen += 1
-    chosen = np.empty(n_chosen, np.int64)
+    chosen = np.empty(k - n_mut, np.int64)
     j = 0
     for i in range(k):
         if not mark[i]:
             chosen[j] = eid[i]
             j += 1
-    # pointer jumping to a fixed point
+    # pointer jumping to a fixed point (in place: later reads see earlier jumps)
     while True:
         changed = 0
         for c in prange(n_comp):
             p = parent[c]
             pp = parent[p]
             if pp != p:
-                parent[c] = pp
+                parent[c] = parent[pp]
                 changed += 1
         if changed == 0:
             break
-    has = np.zeros(n_comp, np.bool_)
-    for i in prange(k):
-        has[comp[i]] = True
     # number live roots and finished components in id order (blocked scan)
     T = min(nthr * 4, n_comp // 65536 + 1)
     nl = np.zeros(T + 1, np.int64)
@@ -455,18 +453,21 @@ def _contract(comp, key, eid, other, n_comp, fin_off, finish, parent, M, nthr):
     return chosen, nl[T], nf[T]
 
 
-def contract(comp, key, eid, other, n_comp, finished_offset, finish=True):
+def contract(comp, key, eid, other, n_comp, finished_offset, finish=True, work=None):
     """Hook, pointer-jump and compact (roles: contract, filter-nodes).
 
     Same contract as :func:`mst_dist.kernels.reference.contract`, except that
     ``chosen_eids`` come in candidate order (sort them when needed).
+    ``work``: optional scratch ``(int64 array, bool array)`` of at least
+    ``n_comp`` entries, reused across rounds.
     """
     n_comp = int(n_comp)
-    parent = np.empty(n_comp, np.int64)
+    if work is None or work[0].shape[0] < n_comp:
+        work = (np.empty(n_comp, np.int64), np.empty(n_comp, np.bool_))
     M = np.empty(n_comp, np.int64)
     chosen, n_next, n_fin = _contract(comp, key, eid, other, np.int64(n_comp),
-                                      np.int64(finished_offset), bool(finish), parent, M,
-                                      np.int64(_nthreads()))
+                                      np.int64(finished_offset), bool(finish), work[0][:n_comp], M,
+                                      work[1][:n_comp], np.int64(_nthreads()))
     return M, chosen, int(n_next), int(n_fin)
 
 
@@ -724,6 +725,111 @@ def _p_dedupe(u, v, key, eid, seg, cnt):
     return dropped.sum()
 
 
+@njit(parallel=True, nogil=True, cache=True)
+def _p_reduce_contract(u, v, key, eid, bk, bp, n_comp, fin_off, finish, parent, has, M):
+    """Merge the threads' best edges and contract on dense arrays (roles: merge, contract, filter-nodes).
+
+    The dense twin of ``_p_reduce_extract`` followed by :func:`contract`
+    (same result), without building the sparse candidate set.  Returns
+    ``(chosen_eids, n_next, n_finished)``.
+    """
+    T = bk.shape[0]
+    B = min(T * 4, n_comp // 65536 + 1)
+    # merge the per-thread minima; hook each component to the other end of its best edge
+    for c in prange(n_comp):
+        best_k = bk[0, c]
+        best_p = bp[0, c]
+        for t in range(1, T):
+            p = bp[t, c]
+            if p >= 0:
+                kk = bk[t, c]
+                if best_p < 0 or kk < best_k or (kk == best_k and eid[p] < eid[best_p]):
+                    best_k = kk
+                    best_p = p
+        bp[0, c] = best_p
+        if best_p >= 0:
+            o = u[best_p]
+            if o == c:
+                o = v[best_p]
+            parent[c] = o
+            has[c] = True
+        else:
+            parent[c] = c
+            has[c] = False
+    # a mutual pair keeps its smaller id as root (safe in place: only the
+    # partner reads parent[c] here, and its own test needs partner < c)
+    cnt = np.zeros(B + 1, np.int64)
+    for b in prange(B):
+        lo = (n_comp * b) // B
+        hi = (n_comp * (b + 1)) // B
+        a = 0
+        for c in range(lo, hi):
+            if has[c]:
+                o = parent[c]
+                if c < o and parent[o] == c:
+                    parent[c] = c
+                else:
+                    a += 1
+        cnt[b + 1] = a
+    for b in range(B):
+        cnt[b + 1] += cnt[b]
+    chosen = np.empty(cnt[B], np.int64)
+    for b in prange(B):
+        lo = (n_comp * b) // B
+        hi = (n_comp * (b + 1)) // B
+        j = cnt[b]
+        for c in range(lo, hi):
+            if has[c] and parent[c] != c:
+                chosen[j] = eid[bp[0, c]]
+                j += 1
+    while True:
+        changed = 0
+        for c in prange(n_comp):
+            p = parent[c]
+            pp = parent[p]
+            if pp != p:
+                parent[c] = parent[pp]
+                changed += 1
+        if changed == 0:
+            break
+    nl = np.zeros(B + 1, np.int64)
+    nf = np.zeros(B + 1, np.int64)
+    for b in prange(B):
+        lo = (n_comp * b) // B
+        hi = (n_comp * (b + 1)) // B
+        a = 0
+        f = 0
+        for c in range(lo, hi):
+            if parent[c] == c:
+                if has[c] or not finish:
+                    a += 1
+                else:
+                    f += 1
+        nl[b + 1] = a
+        nf[b + 1] = f
+    for b in range(B):
+        nl[b + 1] += nl[b]
+        nf[b + 1] += nf[b]
+    for b in prange(B):
+        lo = (n_comp * b) // B
+        hi = (n_comp * (b + 1)) // B
+        a = nl[b]
+        f = nf[b] + fin_off
+        for c in range(lo, hi):
+            if parent[c] == c:
+                if has[c] or not finish:
+                    M[c] = a
+                    a += 1
+                else:
+                    M[c] = -(f + 1)
+                    f += 1
+    for c in prange(n_comp):
+        p = parent[c]
+        if p != c:
+            M[c] = M[p]
+    return chosen, nl[B], nf[B]
+
+
 class _Segments:
     """Edge arrays split into per-thread segments (each segment compacts in place)."""
 
@@ -782,6 +888,11 @@ def solve_local(u, v, key, eid, n_comp, finished_offset=0, *, light_factor=1.5,
     T = max(1, _nthreads())
     rng = np.random.default_rng(seed)
     S = _Segments(u, v, key, eid, T)
+    # scratch reused by every round (fresh allocations would page-fault each round)
+    n0 = max(1, int(n_comp))
+    bk_buf = np.empty(T * n0, np.uint64)
+    bp_buf = np.empty(T * n0, np.int64)
+    work = (np.empty(n0, np.int64), np.empty(n0, np.bool_))
     maps = []          # round maps, input comp space first
     chosen = []
     n_cur = int(n_comp)
@@ -797,19 +908,20 @@ def solve_local(u, v, key, eid, n_comp, finished_offset=0, *, light_factor=1.5,
             if m_before == 0 and not finish:
                 break
             t0 = time.perf_counter()
-            bk = np.empty((T, n_cur), np.uint64)
-            bp = np.empty((T, n_cur), np.int64)
+            bk = bk_buf[:T * n_cur].reshape(T, n_cur)
+            bp = bp_buf[:T * n_cur].reshape(T, n_cur)
             _p_best(S.u, S.v, S.key, S.eid, S.seg, S.cnt, np.int64(n_cur), bk, bp)
             t1 = time.perf_counter()
-            cand = _p_reduce_extract(S.u, S.v, S.key, S.eid, bk, bp, np.int64(n_cur))
-            del bk, bp
-            t2 = time.perf_counter()
-            M, ch, n_next, n_f = contract(*cand, n_cur, fin, finish)
+            M = np.empty(n_cur, np.int64)
+            ch, n_next, n_f = _p_reduce_contract(S.u, S.v, S.key, S.eid, bk, bp, np.int64(n_cur), np.int64(fin),
+                                                 bool(finish), work[0][:n_cur], work[1][:n_cur], M)
+            n_next = int(n_next)
+            n_f = int(n_f)
             t3 = time.perf_counter()
             chosen.append(ch)
             local_maps.append(M)
             if n_next:
-                _p_relabel(S.u, S.v, S.key, S.eid, S.seg, S.cnt, M.astype(S.u.dtype))
+                _p_relabel(S.u, S.v, S.key, S.eid, S.seg, S.cnt, M)
                 if dedupe > 0 and S.m > dedupe * n_next:
                     _p_dedupe(S.u, S.v, S.key, S.eid, S.seg, S.cnt)
             else:
@@ -819,9 +931,9 @@ def solve_local(u, v, key, eid, n_comp, finished_offset=0, *, light_factor=1.5,
                 trace.append(dict(round=rnd, components_before=n_cur, components_after=n_next,
                                   edges_before=m_before, edges_after=S.m, forest_edges=int(ch.shape[0]),
                                   finished=n_f, light=not finish,
-                                  phase_seconds={"map": t1 - t0, "merge": t2 - t1,
-                                                 "contract": t3 - t2, "filter-edges": t4 - t3,
-                                                 "filter-nodes": 0.0}))
+                                  # merge, contract and filter-nodes are one fused kernel here
+                                  phase_seconds={"map": t1 - t0, "contract": t3 - t1,
+                                                 "filter-edges": t4 - t3}))
             rnd += 1
             fin += n_f
             n_cur = n_next
@@ -852,7 +964,7 @@ def solve_local(u, v, key, eid, n_comp, finished_offset=0, *, light_factor=1.5,
                 maps.append(P)
                 t0 = time.perf_counter()
                 m_h = S.m
-                _p_relabel(S.u, S.v, S.key, S.eid, S.seg, S.cnt, P.astype(S.u.dtype))
+                _p_relabel(S.u, S.v, S.key, S.eid, S.seg, S.cnt, P)
                 if dedupe > 0 and S.m > dedupe * n_cur:
                     _p_dedupe(S.u, S.v, S.key, S.eid, S.seg, S.cnt)
                 if trace is not None:
@@ -869,11 +981,15 @@ def solve_local(u, v, key, eid, n_comp, finished_offset=0, *, light_factor=1.5,
         M = np.full(int(n_comp), 0, np.int64)
         M[:] = -(np.arange(int(n_comp)) + finished_offset + 1)
         return M, np.zeros(0, np.int64), int(n_comp)
+    t0 = time.perf_counter()
     final = maps[-1]
     for Mx in reversed(maps[:-1]):
         out = np.empty(Mx.shape[0], np.int64)
         _compose_step(Mx, final, out)
         final = out
+    if trace:
+        # composing the rounds' id maps back to the input ids: filter-nodes' bookkeeping
+        trace[-1]["phase_seconds"]["filter-nodes"] = time.perf_counter() - t0
     ch = np.concatenate(chosen) if chosen else np.zeros(0, np.int64)
     return final, ch, fin - int(finished_offset)
 
@@ -967,3 +1083,29 @@ def prepare_many(raws, offsets, n_vertices):
     offs = np.array([p[3] for p in pieces], np.int64)
     _concat_prepare(ls, ld, lk, offs, outpos, u, v, k, e)
     return u, v, k, e
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def _mark(ids, base, mask):
+    for i in prange(ids.shape[0]):
+        mask[ids[i] - base] = True
+
+
+def sorted_ids(parts):
+    """Concatenate and sort edge-id arrays (ids are unique); a bitmap when they are dense."""
+    parts = [p for p in parts if p.shape[0]]
+    if not parts:
+        return np.zeros(0, np.int64)
+    k = sum(p.shape[0] for p in parts)
+    lo = min(int(p.min()) for p in parts)
+    hi = max(int(p.max()) for p in parts)
+    if hi - lo + 1 <= 64 * k:
+        mask = np.zeros(hi - lo + 1, np.bool_)
+        for p in parts:
+            _mark(p, np.int64(lo), mask)
+        out = np.flatnonzero(mask)
+        out += lo
+        return out.astype(np.int64, copy=False)
+    ids = np.concatenate(parts)
+    ids.sort()
+    return ids
