@@ -25,6 +25,7 @@ import time
 import uuid
 
 import numpy as np
+from distributed import wait
 
 from .graph import ArraySource, Graph, check_edges
 from .kernels import cpu
@@ -132,12 +133,7 @@ def _sample(chunk, rate, seed):
 
 def _split(chunk, rmap, tk, te):
     """Pending relabel, then the chunk's light edges (<= threshold) apart from its heavy ones."""
-    if rmap is not None:
-        chunk = cpu.filter_edges(*chunk, rmap[0])
-    u, v, k, e = chunk
-    light = (k < tk) | ((k == tk) & (e <= te))
-    heavy = ~light
-    return tuple(a[light] for a in (u, v, k, e)), tuple(a[heavy] for a in (u, v, k, e))
+    return cpu.split_light(*chunk, None if rmap is None else rmap[0], tk, te)
 
 
 def _compose_forward(*maps):
@@ -279,7 +275,7 @@ class Driver:
         chunks = None
         rmap = None
         light, heavy, light_maps = False, None, []
-        light_done = False
+        split_seconds = 0.0
         n_comp = n
         edges_left = m_total
         t_setup = time.perf_counter()
@@ -308,10 +304,12 @@ class Driver:
                 prev_stats = st
                 break
             # a light pass first, when the edges are many per component
-            # (once per run: every extra round costs a Dask round trip)
-            if (not light and not light_done and self.light_factor > 0 and n_comp
+            # (before round 0 only: once rounds have contracted the graph, the
+            # lightest edges are the ones already chosen, and every extra round
+            # costs a Dask round trip)
+            if (rnd == 0 and self.light_factor > 0 and n_comp
                     and edges_left > self.min_degree * n_comp):
-                light_done = True
+                tp = time.perf_counter()
                 if chunks is None:
                     chunks = [c.submit(_prepare, r, off, n, key=self._key("prepare", 0, i))
                               for i, (r, off) in enumerate(zip(raws, offsets))]
@@ -332,6 +330,11 @@ class Driver:
                              for i, o in enumerate(outs)]
                     rmap = None
                     light, light_maps = True, []
+                    ts = time.perf_counter()
+                    wait(chunks + heavy)
+                    # loading and preparing the chunks ran until the samples came back
+                    stats.setup_seconds += ts - tp
+                    split_seconds = time.perf_counter() - ts
                     logger.debug("light pass from round %d: threshold key %d eid %d", rnd, tk, te)
             # one distributed round
             t0 = time.perf_counter()
@@ -358,13 +361,19 @@ class Driver:
             st = c.submit(operator.getitem, out, 2, key=self._key("stats", rnd)).result()
             wall = time.perf_counter() - t0
             if rnd == 0:
-                t_setup = t0
+                t_setup = t0 - split_seconds if light else t0
+            phase_seconds = {"map": st["map"], "merge": st["merge"], "contract": st["contract"]}
+            if split_seconds:
+                # the light/heavy split is this round's filter-edges (timed from here)
+                phase_seconds["filter-edges"] = split_seconds
+                wall += split_seconds
+                split_seconds = 0.0
             stats.rounds.append(RoundStats(
                 round=rnd, mode="distributed-light" if light else "distributed",
                 components_before=n_comp,
                 components_after=st["n_next"], edges_before=st["edges_in"], edges_after=st["edges"],
                 forest_edges=st["forest_edges"],
-                phase_seconds={"map": st["map"], "merge": st["merge"], "contract": st["contract"]},
+                phase_seconds=phase_seconds,
                 wall_seconds=wall,
                 bytes_moved=st["cand_bytes"] + st["map_bytes"] * max(0, min(self.n_workers, len(chunks)) - 1),
                 tasks=3 * len(chunks) + depth + 4))

@@ -329,6 +329,50 @@ def filter_edges(u, v, key, eid, M):
 
 
 @njit(nogil=True, cache=True)
+def _split_light(u, v, key, eid, M, relabel, tk, te, lu, lv, lk, le, hu, hv, hk, he):
+    nl = 0
+    nh = 0
+    for i in range(u.shape[0]):
+        a = u[i]
+        b = v[i]
+        if relabel:
+            a = M[a]
+            b = M[b]
+        if a == b:
+            continue
+        k = key[i]
+        e = eid[i]
+        if k < tk or (k == tk and e <= te):
+            lu[nl] = a
+            lv[nl] = b
+            lk[nl] = k
+            le[nl] = e
+            nl += 1
+        else:
+            hu[nh] = a
+            hv[nh] = b
+            hk[nh] = k
+            he[nh] = e
+            nh += 1
+    return nl, nh
+
+
+def split_light(u, v, key, eid, M, tk, te):
+    """Light edges (``(key, eid) <= (tk, te)``) apart from heavy ones (role: filter-edges).
+
+    Relabels by ``M`` first when given, and drops self-loops.  Returns
+    ``(light, heavy)`` chunks.
+    """
+    m = u.shape[0]
+    L = alloc_soa(m, [u.dtype, v.dtype, np.uint64, np.int64])
+    H = alloc_soa(m, [u.dtype, v.dtype, np.uint64, np.int64])
+    Mi = M if M is not None else np.zeros(1, np.int64)
+    nl, nh = _split_light(u, v, key, eid, Mi, M is not None, np.uint64(tk), np.int64(te), *L, *H)
+    # copy the light part out (it is small); keep the heavy part as a view of its buffer
+    return tuple(a[:nl].copy() for a in L), tuple(a[:nh] for a in H)
+
+
+@njit(nogil=True, cache=True)
 def _merge2(c1, k1, e1, o1, c2, k2, e2, o2):
     n1 = c1.shape[0]
     n2 = c2.shape[0]
