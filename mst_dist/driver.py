@@ -18,6 +18,7 @@ finishes with the parallel single-process solver (:func:`kernels.cpu.solve_local
 """
 from __future__ import annotations
 
+import itertools
 import logging
 import math
 import operator
@@ -58,6 +59,8 @@ def _nbytes(arrs):
 
 
 def _map(chunk, rmap, n_comp):
+    if n_comp is None:
+        n_comp = rmap[1]
     t0 = time.perf_counter()
     m_in = chunk[0].shape[0]
     if rmap is None:
@@ -84,6 +87,8 @@ def _merge(*parts):
 
 
 def _contract(merged, n_comp, prev, finish=True):
+    if n_comp is None:
+        n_comp = prev["n_next"]
     cand, st = merged
     fin_off = 0 if prev is None else prev["finished_total"]
     t0 = time.perf_counter()
@@ -197,6 +202,8 @@ class Driver:
         self.progress = progress
         self.publish = publish
         self.token = uuid.uuid4().hex[:8]
+        self._sub = None
+        self._subs = itertools.count()
         info = client.scheduler_info(n_workers=-1) if _accepts_n_workers(client) else client.scheduler_info()
         workers = info.get("workers", {})
         if not workers:
@@ -219,7 +226,14 @@ class Driver:
             self.local_finish = int(local_finish)
 
     def _key(self, phase, rnd, i=None):
+        """``mst-<phase>-r<round>-<run token>[-s<submission>][-<i>]``: unique within the cluster.
+
+        A round submitted ahead and then dropped must not share keys with the
+        tasks that replace it, hence the submission number.
+        """
         k = f"mst-{phase}-r{rnd}-{self.token}"
+        if self._sub is not None:
+            k = f"{k}-s{self._sub}"
         return k if i is None else f"{k}-{i}"
 
     def _publish(self, event, **payload):
@@ -270,7 +284,8 @@ class Driver:
         self._emit(round=0, phase="load", components=n, edges=g.n_edges,
                    elapsed=time.perf_counter() - t_start)
         m_total = g.n_edges
-        maps, chosen_f, prev_stats = [], [], None
+        maps, chosen_f = [], []
+        prev = None           # statistics of the last round: a future, or a dict once seen
         rnd = 0
         chunks = None
         rmap = None
@@ -279,115 +294,71 @@ class Driver:
         n_comp = n
         edges_left = m_total
         t_setup = time.perf_counter()
+        pending = None        # a submitted round whose statistics we wait for
+        # 2. rounds
         while True:
-            if not light and (edges_left <= self.local_finish or n_comp == 0):
-                # finish in one task
-                t0 = time.perf_counter()
-                self._emit(round=rnd, phase="local", components=n_comp, edges=edges_left,
-                           elapsed=t0 - t_start)
+            if pending is None and not light and (edges_left <= self.local_finish or n_comp == 0):
+                self._finish_local(stats, rnd, raws, offsets, chunks, rmap, n_comp, edges_left, prev,
+                                   maps, chosen_f, t_start)
                 if chunks is None:
-                    args = (raws, None, n_comp, prev_stats, n, self.light_factor, self.min_degree, offsets)
-                else:
-                    args = (chunks, rmap, n_comp, prev_stats, n, self.light_factor, self.min_degree)
-                out = c.submit(_local, *args, key=self._key("local", rnd), pure=False)
-                maps.append(c.submit(operator.getitem, out, 0, key=self._key("rmap", rnd)))
-                chosen_f.append(c.submit(operator.getitem, out, 1, key=self._key("chosen", rnd)))
-                st = c.submit(operator.getitem, out, 2, key=self._key("stats", rnd)).result()
-                wall = time.perf_counter() - t0
-                if chunks is None:
-                    stats.setup_seconds += st["prepare"]
-                    t_setup = t0 + st["prepare"]
-                n0 = len(stats.rounds)
-                self._local_rounds(stats, st, rnd, wall)
-                for r in stats.rounds[n0:]:
-                    self._publish("round", **r.to_dict())
-                prev_stats = st
+                    t_setup += stats.setup_seconds
                 break
-            # a light pass first, when the edges are many per component
-            # (before round 0 only: once rounds have contracted the graph, the
-            # lightest edges are the ones already chosen, and every extra round
-            # costs a Dask round trip)
-            if (rnd == 0 and self.light_factor > 0 and n_comp
-                    and edges_left > self.min_degree * n_comp):
+            if pending is None and rnd == 0 and self.light_factor > 0 and n_comp \
+                    and edges_left > self.min_degree * n_comp:
+                # a light pass first (before round 0 only: once rounds have
+                # contracted the graph, the lightest edges are the ones chosen)
                 tp = time.perf_counter()
                 if chunks is None:
-                    chunks = [c.submit(_prepare, r, off, n, key=self._key("prepare", 0, i))
-                              for i, (r, off) in enumerate(zip(raws, offsets))]
-                rate = min(1.0, 8192 / max(1, edges_left))
-                samples = c.gather([c.submit(_sample, ch, rate, 1000 * rnd + i, key=self._key("sample", rnd, i))
-                                    for i, ch in enumerate(chunks)])
-                ks = np.concatenate([x[0] for x in samples])
-                es = np.concatenate([x[1] for x in samples])
-                q = int(len(ks) * self.light_factor * n_comp / edges_left)
-                if 0 < q < len(ks):
-                    order = np.lexsort((es, ks))
-                    tk, te = ks[order[q]], es[order[q]]
-                    outs = [c.submit(_split, ch, rmap, tk, te, key=self._key("filter", rnd, i))
-                            for i, ch in enumerate(chunks)]
-                    chunks = [c.submit(operator.getitem, o, 0, key=self._key("light", rnd, i))
-                              for i, o in enumerate(outs)]
-                    heavy = [c.submit(operator.getitem, o, 1, key=self._key("heavy", rnd, i))
-                             for i, o in enumerate(outs)]
-                    rmap = None
+                    chunks = self._prepare(raws, offsets)
+                split = self._light_split(chunks, n_comp, edges_left)
+                if split is not None:
+                    chunks, heavy = split
                     light, light_maps = True, []
                     ts = time.perf_counter()
                     wait(chunks + heavy)
-                    # loading and preparing the chunks ran until the samples came back
-                    stats.setup_seconds += ts - tp
+                    stats.setup_seconds += ts - tp  # load + prepare ran until the samples came back
                     split_seconds = time.perf_counter() - ts
-                    logger.debug("light pass from round %d: threshold key %d eid %d", rnd, tk, te)
-            # one distributed round
             t0 = time.perf_counter()
+            if pending is None:
+                if chunks is None:
+                    chunks = self._prepare(raws, offsets)
+                pending = self._submit_round(rnd, chunks, rmap, prev, n_comp, light)
             self._emit(round=rnd, phase="map", components=n_comp, edges=edges_left, elapsed=t0 - t_start)
-            if chunks is None:
-                chunks = [c.submit(_prepare, r, off, n, key=self._key("prepare", 0, i))
-                          for i, (r, off) in enumerate(zip(raws, offsets))]
-            outs = [c.submit(_map, ch, rmap, n_comp, key=self._key("map", rnd, i))
-                    for i, ch in enumerate(chunks)]
-            new_chunks = [c.submit(operator.getitem, o, 0, key=self._key("edges", rnd, i))
-                          for i, o in enumerate(outs)]
-            level = [c.submit(operator.getitem, o, 1, key=self._key("cand", rnd, i))
-                     for i, o in enumerate(outs)]
-            depth = 0
-            while len(level) > 1:
-                level = [c.submit(_merge, *level[j:j + self.split_every],
-                                  key=self._key("merge", rnd, f"{depth}.{j // self.split_every}"))
-                         for j in range(0, len(level), self.split_every)]
-                depth += 1
-            merged = level[0] if depth else c.submit(_merge, level[0], key=self._key("merge", rnd, "0.0"))
-            out = c.submit(_contract, merged, n_comp, prev_stats, not light, key=self._key("contract", rnd))
-            rmap_f = c.submit(operator.getitem, out, 0, key=self._key("rmap", rnd))
-            chosen_f.append(c.submit(operator.getitem, out, 1, key=self._key("chosen", rnd)))
-            st = c.submit(operator.getitem, out, 2, key=self._key("stats", rnd)).result()
+            # submit the next round before this one's statistics come back: the
+            # scheduler starts it the moment this one ends (dropped if not needed)
+            ahead = self._submit_round(rnd + 1, pending["edges"], pending["rmap"], pending["stats"],
+                                       None, light)
+            st = pending["stats"].result()
             wall = time.perf_counter() - t0
             if rnd == 0:
-                t_setup = t0 - split_seconds if light else t0
+                t_setup = t0 - split_seconds
             phase_seconds = {"map": st["map"], "merge": st["merge"], "contract": st["contract"]}
             if split_seconds:
-                # the light/heavy split is this round's filter-edges (timed from here)
+                # the light/heavy split is this round's filter-edges (timed here)
                 phase_seconds["filter-edges"] = split_seconds
                 wall += split_seconds
                 split_seconds = 0.0
             stats.rounds.append(RoundStats(
                 round=rnd, mode="distributed-light" if light else "distributed",
-                components_before=n_comp,
-                components_after=st["n_next"], edges_before=st["edges_in"], edges_after=st["edges"],
-                forest_edges=st["forest_edges"],
-                phase_seconds=phase_seconds,
-                wall_seconds=wall,
+                components_before=n_comp, components_after=st["n_next"],
+                edges_before=st["edges_in"], edges_after=st["edges"], forest_edges=st["forest_edges"],
+                phase_seconds=phase_seconds, wall_seconds=wall,
                 bytes_moved=st["cand_bytes"] + st["map_bytes"] * max(0, min(self.n_workers, len(chunks)) - 1),
-                tasks=3 * len(chunks) + depth + 4))
+                tasks=pending["tasks"]))
             logger.debug("round %d: %s", rnd, st)
             self._publish("round", **stats.rounds[-1].to_dict())
-            maps.append(rmap_f)
-            chunks, rmap, prev_stats = new_chunks, rmap_f, st
+            maps.append(pending["rmap"])
+            chosen_f.append(pending["chosen"])
+            chunks, rmap, prev = pending["edges"], pending["rmap"], st
             n_comp = st["n_next"]
             edges_left = st["edges"]
             rnd += 1
+            pending = ahead
             if light:
-                light_maps.append(rmap_f)
+                light_maps.append(rmap)
                 if edges_left == 0:
                     # light edges used up: the heavy ones, relabelled once, come next
+                    pending = None
                     chunks = heavy
                     rmap = c.submit(_compose_forward, *light_maps, key=self._key("compose", rnd))
                     edges_left = sum(c.gather([c.submit(_len, h, key=self._key("count", rnd, i))
@@ -395,10 +366,13 @@ class Driver:
                     logger.debug("light pass done: %d heavy edges", edges_left)
                     light, heavy, light_maps = False, None, []
                 continue
-            if n_comp == 0:
-                break
+            if n_comp == 0 or edges_left <= self.local_finish:
+                pending = None  # the round submitted ahead is not needed
+                if n_comp == 0:
+                    break
         if not stats.setup_seconds:
             stats.setup_seconds = t_setup - t_start
+        pending = ahead = None  # release what was submitted ahead
         stats.solve_seconds = time.perf_counter() - t_setup
         # 3. the forest, its rows and the labels
         t_fin = time.perf_counter()
@@ -418,6 +392,82 @@ class Driver:
         return MSFResult(edge_ids=edge_ids, src=src, dst=dst, weight=w,
                          total_weight=exact_total(w), n_components=int(n_components), labels=labels,
                          n_vertices=n, n_edges=m_total, stats=stats)
+
+    def _prepare(self, raws, offsets):
+        return [self.client.submit(_prepare, r, off, self.g.n_vertices, key=self._key("prepare", 0, i))
+                for i, (r, off) in enumerate(zip(raws, offsets))]
+
+    def _light_split(self, chunks, n_comp, edges_left):
+        """Split every chunk at a sampled threshold: about ``light_factor * n`` light edges."""
+        c = self.client
+        rate = min(1.0, 8192 / max(1, edges_left))
+        samples = c.gather([c.submit(_sample, ch, rate, i, key=self._key("sample", 0, i))
+                            for i, ch in enumerate(chunks)])
+        ks = np.concatenate([x[0] for x in samples])
+        es = np.concatenate([x[1] for x in samples])
+        q = int(len(ks) * self.light_factor * n_comp / edges_left)
+        if not 0 < q < len(ks):
+            return None
+        order = np.lexsort((es, ks))
+        tk, te = ks[order[q]], es[order[q]]
+        logger.debug("light pass: threshold key %d eid %d", tk, te)
+        outs = [c.submit(_split, ch, None, tk, te, key=self._key("filter", 0, i))
+                for i, ch in enumerate(chunks)]
+        light = [c.submit(operator.getitem, o, 0, key=self._key("light", 0, i)) for i, o in enumerate(outs)]
+        heavy = [c.submit(operator.getitem, o, 1, key=self._key("heavy", 0, i)) for i, o in enumerate(outs)]
+        return light, heavy
+
+    def _submit_round(self, rnd, chunks, rmap, prev, n_comp, light):
+        """Submit one round's tasks; nothing is waited for.
+
+        ``n_comp`` may be ``None``: the tasks then read the component count
+        from ``rmap``/``prev`` on the workers, so a round can be submitted
+        before the last one's statistics reached the client.
+        """
+        c = self.client
+        self._sub = next(self._subs)
+        outs = [c.submit(_map, ch, rmap, n_comp, key=self._key("map", rnd, i)) for i, ch in enumerate(chunks)]
+        edges = [c.submit(operator.getitem, o, 0, key=self._key("edges", rnd, i)) for i, o in enumerate(outs)]
+        level = [c.submit(operator.getitem, o, 1, key=self._key("cand", rnd, i)) for i, o in enumerate(outs)]
+        depth = 0
+        while len(level) > 1:
+            level = [c.submit(_merge, *level[j:j + self.split_every],
+                              key=self._key("merge", rnd, f"{depth}.{j // self.split_every}"))
+                     for j in range(0, len(level), self.split_every)]
+            depth += 1
+        merged = level[0] if depth else c.submit(_merge, level[0], key=self._key("merge", rnd, "0.0"))
+        out = c.submit(_contract, merged, n_comp, prev, not light, key=self._key("contract", rnd))
+        sub = {
+            "edges": edges,
+            "rmap": c.submit(operator.getitem, out, 0, key=self._key("rmap", rnd)),
+            "chosen": c.submit(operator.getitem, out, 1, key=self._key("chosen", rnd)),
+            "stats": c.submit(operator.getitem, out, 2, key=self._key("stats", rnd)),
+            "tasks": 3 * len(chunks) + depth + (0 if depth else 1) + 4,
+        }
+        self._sub = None
+        return sub
+
+    def _finish_local(self, stats, rnd, raws, offsets, chunks, rmap, n_comp, edges_left, prev,
+                      maps, chosen_f, t_start):
+        """One task gathers the edges left and finishes the forest."""
+        c = self.client
+        t0 = time.perf_counter()
+        self._emit(round=rnd, phase="local", components=n_comp, edges=edges_left, elapsed=t0 - t_start)
+        if chunks is None:
+            args = (raws, None, n_comp, prev, self.g.n_vertices, self.light_factor, self.min_degree, offsets)
+        else:
+            args = (chunks, rmap, n_comp, prev, self.g.n_vertices, self.light_factor, self.min_degree)
+        out = c.submit(_local, *args, key=self._key("local", rnd), pure=False)
+        maps.append(c.submit(operator.getitem, out, 0, key=self._key("rmap", rnd)))
+        chosen_f.append(c.submit(operator.getitem, out, 1, key=self._key("chosen", rnd)))
+        st = c.submit(operator.getitem, out, 2, key=self._key("stats", rnd)).result()
+        wall = time.perf_counter() - t0
+        if chunks is None:
+            stats.setup_seconds += st["prepare"]
+        n0 = len(stats.rounds)
+        self._local_rounds(stats, st, rnd, wall)
+        for r in stats.rounds[n0:]:
+            self._publish("round", **r.to_dict())
 
     def _local_rounds(self, stats, st, rnd, wall):
         tr = st["trace"]
