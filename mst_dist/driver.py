@@ -34,8 +34,8 @@ from .result import MSFResult, RoundStats, RunStats, exact_total
 
 logger = logging.getLogger("mst_dist")
 
-BYTES_PER_EDGE = 24
-EVENT_TOPIC = "mst-dist"  # scheduler event topic the driver publishes run/round records on  # working chunk: u, v (int32), key (uint64), eid (int64)
+BYTES_PER_EDGE = 24  # working chunk: u, v (int32), key (uint64), eid (int64)
+EVENT_TOPIC = "mst-dist"  # scheduler event topic the driver publishes run/round records on
 
 
 # ---------------------------------------------------------------------------
