@@ -13,6 +13,30 @@ from .generators import generate, GENERATORS
 
 __version__ = "0.1.0"
 
+#: Attributes imported on first use (the readers pull in Numba and pyarrow).
+_LAZY = {
+    "read": ("readers", "read"),
+    "GraphFormatError": ("readers", "GraphFormatError"),
+    "write_forest": ("io", "write_forest"),
+    "write_labels": ("io", "write_labels"),
+    "write_graph": ("io", "write_graph"),
+}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+
+        module, attr = _LAZY[name]
+        value = getattr(importlib.import_module(f".{module}", __name__), attr)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
+
 __all__ = [
     "Graph",
     "InvalidGraphError",
@@ -23,5 +47,10 @@ __all__ = [
     "minimum_spanning_forest",
     "generate",
     "GENERATORS",
+    "read",
+    "GraphFormatError",
+    "write_forest",
+    "write_labels",
+    "write_graph",
     "__version__",
 ]

@@ -6,6 +6,10 @@
 For every graph of the config the edge arrays (int64 ``src, dst, weight``) are
 materialised once with ``Graph.to_arrays()``; then each method runs on the same
 arrays, one warm-up run and ``repeat`` timed runs (min and median reported).
+By default (``schedule: interleaved``) the engine, engine-distributed,
+kernels-loop and scipy runs go round-robin (run i of each before run i + 1 of
+any), so load from other processes on a shared machine hits all of them alike;
+rustworkx, whose graph is expensive to build, runs after them.
 What is timed is "from arrays in memory to the result in hand":
 
 ``engine``
@@ -110,7 +114,7 @@ def validate_config(cfg, source="config"):
     """
     if not isinstance(cfg, dict):
         raise _err(f"{source}: a benchmark config must be a mapping with a 'graphs' list")
-    known = {"graphs", "methods", "repeat", "warmup", "rustworkx", "targets", "description"}
+    known = {"graphs", "methods", "repeat", "warmup", "schedule", "rustworkx", "targets", "description"}
     extra = sorted(set(cfg) - known)
     if extra:
         raise _err(f"{source}: unknown key(s) {', '.join(extra)}; allowed: {', '.join(sorted(known))}",
@@ -146,6 +150,11 @@ def validate_config(cfg, source="config"):
         if not isinstance(v, int) or isinstance(v, bool) or v < lo:
             raise _err(f"{source}: '{key}' must be an integer >= {lo}, got {v!r}", key=key)
         out[key] = v
+    sched = cfg.get("schedule", "interleaved")
+    if sched not in ("interleaved", "sequential"):
+        raise _err(f"{source}: 'schedule' must be 'interleaved' or 'sequential', got {sched!r}",
+                   key="schedule")
+    out["schedule"] = sched
     rx = cfg.get("rustworkx") or {}
     if not isinstance(rx, dict) or set(rx) - {"chunk", "build_repeat"}:
         raise _err(f"{source}: 'rustworkx' takes only 'chunk' and 'build_repeat'", key="rustworkx")
@@ -203,6 +212,23 @@ def machine_info():
     return info
 
 
+def _git_state():
+    """The commit of the checkout the package was imported from (and whether it had edits)."""
+    import subprocess
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    try:
+        head = subprocess.run(["git", "-C", root, "rev-parse", "HEAD"], capture_output=True,
+                              text=True, timeout=10)
+        if head.returncode != 0:
+            return {}
+        dirty = subprocess.run(["git", "-C", root, "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10)
+        return {"git_commit": head.stdout.strip(), "git_dirty": bool(dirty.stdout.strip())}
+    except (OSError, subprocess.SubprocessError):
+        return {}
+
+
 def versions():
     out = {}
     for mod in ("mst_dist", "numpy", "numba", "dask", "distributed", "scipy", "rustworkx"):
@@ -211,8 +237,11 @@ def versions():
             out[mod] = getattr(m, "__version__", "?")
         except Exception:  # pragma: no cover - optional package missing
             out[mod] = None
+    out.update(_git_state())
     try:
         import numba
+
+        from .kernels import cpu  # noqa: F401  (sets the threading layer the engine uses)
 
         out["numba_threads"] = numba.get_num_threads()
         out["numba_threading_layer"] = numba.config.THREADING_LAYER
@@ -371,11 +400,13 @@ def _rustworkx_method(ctx, repeat, warmup, log):
     log(f"    rustworkx build {build:.2f} s")
     runs, warm = [], []
     for i in range(warmup + repeat):
+        c0 = _cpu_seconds()
         t0 = time.perf_counter()
         edges = rx.minimum_spanning_edges(G, weight_fn=float)
         dt = time.perf_counter() - t0
+        cpu_dt = _cpu_seconds() - c0
         total = sum(e[2] for e in edges)
-        rec = {"times": {"total": build + dt, "build": build, "call": dt},
+        rec = {"times": {"total": build + dt, "build": build, "call": dt, "cpu": cpu_dt},
                "total_weight": _as_exact(total, w) if isinstance(total, float) else total,
                "forest_edges": len(edges)}
         del edges
@@ -392,7 +423,8 @@ def _collect(runs, warm):
     out = {"runs": [r["times"] for r in runs],
            "warmup": [r["times"] for r in warm],
            "min": {k: min(r["times"][k] for r in runs) for k in keys},
-           "median": {k: statistics.median(r["times"][k] for r in runs) for k in keys}}
+           "median": {k: statistics.median(r["times"][k] for r in runs) for k in keys},
+           "best": dict(min(runs, key=lambda r: r["times"]["total"])["times"])}
     for key in ("total_weight", "forest_edges", "components", "edge_ids_crc32"):
         vals = [r[key] for r in warm + runs if key in r]
         if vals:
@@ -402,34 +434,87 @@ def _collect(runs, warm):
     return out
 
 
-def _simple_method(fn):
-    def run(ctx, repeat, warmup, log):
-        runs, warm = [], []
-        for i in range(warmup + repeat):
-            rec = fn(ctx)
-            (warm if i < warmup else runs).append(rec)
-            gc.collect()
-        out = _collect(runs, warm)
-        if "stats" in runs[0]:
-            best = min(runs, key=lambda r: r["times"]["total"])
-            out["stats"] = _summarise_stats(best["stats"])
-        return out
-
-    return run
+def _run_once(fn, ctx):
+    c0 = _cpu_seconds()
+    rec = fn(ctx)
+    # process CPU time (all threads, Dask's included) over the run: with 2
+    # cores free, a parallel method shows up to 2x its wall time
+    rec["times"]["cpu"] = _cpu_seconds() - c0
+    return rec
 
 
-_RUNNERS = {
-    "engine": _simple_method(lambda ctx: _engine_once(ctx)),
-    "engine-distributed": _simple_method(lambda ctx: _engine_once(ctx, local_finish=0)),
-    "kernels-loop": _simple_method(_kernels_once),
-    "scipy": _simple_method(_scipy_once),
-    "rustworkx": _rustworkx_method,
+def _finish_simple(runs, warm):
+    out = _collect(runs, warm)
+    if "stats" in runs[0]:
+        best = min(runs, key=lambda r: r["times"]["total"])
+        out["stats"] = _summarise_stats(best["stats"])
+    return out
+
+
+#: One run of each method that needs nothing built beforehand.
+_ONCE = {
+    "engine": lambda ctx: _engine_once(ctx),
+    "engine-distributed": lambda ctx: _engine_once(ctx, local_finish=0),
+    "kernels-loop": _kernels_once,
+    "scipy": _scipy_once,
 }
+
+
+def _run_interleaved(names, ctx, repeat, warmup, log):
+    """Round-robin over methods: run i of every method before run i + 1 of any.
+
+    On a shared machine, load from other processes then hits every method
+    alike instead of whichever happened to run during it.
+    """
+    runs = {m: [] for m in names}
+    warm = {m: [] for m in names}
+    errors = {}
+    started = {m: None for m in names}
+    for i in range(warmup + repeat):
+        for m in names:
+            if m in errors:
+                continue
+            t0 = time.perf_counter()
+            try:
+                rec = _run_once(_ONCE[m], ctx)
+            except Exception as exc:  # recorded; the other methods still run
+                errors[m] = f"{type(exc).__name__}: {exc}"
+                log(f"   {m}: FAILED {errors[m]}")
+                continue
+            finally:
+                gc.collect()
+            started[m] = (started[m] or 0.0) + time.perf_counter() - t0
+            (warm[m] if i < warmup else runs[m]).append(rec)
+    out = {}
+    for m in names:
+        if m in errors:
+            out[m] = {"error": errors[m]}
+        else:
+            out[m] = _finish_simple(runs[m], warm[m])
+        out[m]["wall_seconds"] = started[m] or 0.0
+    return out
+
+
+def _run_sequential(name, ctx, repeat, warmup, log):
+    runs, warm = [], []
+    t0 = time.perf_counter()
+    for i in range(warmup + repeat):
+        rec = _run_once(_ONCE[name], ctx)
+        (warm if i < warmup else runs).append(rec)
+        gc.collect()
+    out = _finish_simple(runs, warm)
+    out["wall_seconds"] = time.perf_counter() - t0
+    return out
 
 
 # ---------------------------------------------------------------------------
 # the run
 # ---------------------------------------------------------------------------
+
+def _cpu_seconds():
+    t = os.times()
+    return t.user + t.system
+
 
 def _rss():
     try:
@@ -591,16 +676,28 @@ def run_bench(config, out_dir, *, repeat=None, only=None, methods=None, log=None
             ctx["arrays"] = (np.ascontiguousarray(src, np.int64), np.ascontiguousarray(dst, np.int64),
                              np.ascontiguousarray(w), n)
             del src, dst, w
+            simple = [m for m in cfg["methods"] if m in _ONCE]
+            if cfg["schedule"] == "interleaved" and simple:
+                log(f"   {', '.join(simple)}: interleaved, {cfg['warmup']} warm-up + {cfg['repeat']} runs")
+                results = _run_interleaved(simple, ctx, cfg["repeat"], cfg["warmup"], log)
+            else:
+                results = {}
             for meth in cfg["methods"]:
                 gc.collect()
-                t0 = time.perf_counter()
-                try:
-                    res = _RUNNERS[meth](ctx, cfg["repeat"], cfg["warmup"], log)
-                except Exception as exc:  # recorded; the other methods still run
-                    res = {"error": f"{type(exc).__name__}: {exc}"}
-                    log(f"   {meth}: FAILED {res['error']}")
-                res["wall_seconds"] = time.perf_counter() - t0
-                res["rss_after_bytes"] = _rss()
+                if meth not in results:
+                    t0 = time.perf_counter()
+                    try:
+                        if meth == "rustworkx":
+                            res = _rustworkx_method(ctx, cfg["repeat"], cfg["warmup"], log)
+                        else:
+                            res = _run_sequential(meth, ctx, cfg["repeat"], cfg["warmup"], log)
+                    except Exception as exc:  # recorded; the other methods still run
+                        res = {"error": f"{type(exc).__name__}: {exc}"}
+                        log(f"   {meth}: FAILED {res['error']}")
+                    res["wall_seconds"] = time.perf_counter() - t0
+                    res["rss_after_bytes"] = _rss()
+                    results[meth] = res
+                res = results[meth]
                 gres["methods"][meth] = res
                 gc.collect()
                 if "error" not in res:
@@ -729,6 +826,10 @@ def _fmt_r(x):
     return "–" if x is None else f"{x:.2f}"
 
 
+def _load1(la):
+    return "–" if not la else f"{la[0]:.1f}"
+
+
 def _fmt_m(m):
     return f"{m / 1e6:.1f}M" if m >= 1e6 else (f"{m / 1e3:.0f}k" if m >= 1e3 else str(m))
 
@@ -747,8 +848,11 @@ def format_report(report):
     lines.append("Versions: " + ", ".join(f"{k} {v[k]}" for k in
                                           ("mst_dist", "numpy", "numba", "dask", "scipy", "rustworkx")
                                           if v.get(k)) +
-                 f"; numba threads {v.get('numba_threads')}.  ")
-    lines.append(f"Runs: {report['config']['warmup']} warm-up + {report['config']['repeat']} timed per method; "
+                 f"; numba threads {v.get('numba_threads')}"
+                 + (f"; commit {v['git_commit'][:10]}{' (with local edits)' if v.get('git_dirty') else ''}"
+                    if v.get("git_commit") else "") + ".  ")
+    lines.append(f"Runs: {report['config']['warmup']} warm-up + {report['config']['repeat']} timed per method "
+                 f"({report['config'].get('schedule', 'sequential')}); "
                  f"load average at start {mi.get('loadavg_start')}, at end {mi.get('loadavg_end')}.")
     cl = report.get("cluster")
     if cl:
@@ -811,8 +915,8 @@ def format_report(report):
     lines.append("")
     lines.append("| graph | n | forest edges | components | total weight | validate s | engine rounds (modes) "
                  "| map | merge | contract | filter-edges | setup s | overhead s | kernels-loop prepare / solve / finish s "
-                 "| distributed: rounds, mean round wall, mean Dask overhead |")
-    lines.append("|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---|---|")
+                 "| distributed: rounds, mean round wall, mean Dask overhead | engine CPU / wall | load avg |")
+    lines.append("|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---|---|---:|---|")
     for g in report["graphs"]:
         M = g["methods"]
         e = M.get("engine")
@@ -839,7 +943,14 @@ def format_report(report):
             f"{st.get('n_rounds')} ({modes})",
             *(_fmt_s(pt.get(p, 0.0)) for p in ("map", "merge", "contract", "filter-edges")),
             _fmt_s(st.get("setup_seconds")), _fmt_s(st.get("overhead_seconds")), kcell, dcell,
+            _fmt_r(_ratio(e.get("best", {}).get("cpu"), e.get("best", {}).get("total"))),
+            f"{_load1(g.get('loadavg_start'))} → {_load1(g.get('loadavg_end'))}",
         ]) + " |")
+    lines.append("")
+    lines.append("CPU / wall: process CPU time over wall time of the engine's best run (up to the "
+                 "number of cores when nothing else competes).  load avg: 1-minute load average "
+                 "when the graph's runs started and ended; above the core count, other processes "
+                 "shared the machine and the times are noisy.")
     lines.append("")
     return "\n".join(lines)
 

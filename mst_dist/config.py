@@ -31,6 +31,8 @@ __all__ = [
     "validate_run_config",
     "GENERATOR_PARAMS",
     "BACKENDS",
+    "CLUSTER_KINDS",
+    "JOBQUEUE_KEYS",
 ]
 
 _DEFAULTS_FILE = os.path.join(os.path.dirname(__file__), "mst-dist.yaml")
@@ -103,6 +105,8 @@ GENERATOR_PARAMS = {
         "b": ("float", False),
         "c": ("float", False),
     },
+    "random_geometric": {"n": ("int", True), "radius": ("float", True)},
+    "ssca2": {"n": ("int", True), "max_clique": ("int|null", False), "inter": ("int", False)},
 }
 
 #: Parameters every generator takes: ``{param: (type, default)}``.
@@ -115,20 +119,47 @@ _COMMON_GENERATE = {
 _WEIGHTS = ("int", "float")
 
 _TOP_KEYS = ("graph", "n_vertices", "backend", "partitions", "local_finish", "output", "cluster")
-_GRAPH_KEYS = ("generate", "input")
+_GRAPH_KEYS = ("generate", "input", "format", "options")
 _OUTPUT_KEYS = ("path", "format")
-_CLUSTER_KINDS = ("local", "address")
-#: cluster key -> (type, engine setting it defaults to)
+#: Cluster kinds a run config may name (see ``mst_dist/mst-dist.yaml`` and ``cluster/``).
+CLUSTER_KINDS = ("local", "local-cuda", "address", "slurm", "pbs", "mpi")
+_CLUSTER_KINDS = CLUSTER_KINDS
+_JOBQUEUE = ("slurm", "pbs")
+_STARTED = ("local", "local-cuda", "slurm", "pbs", "mpi")  # kinds whose scheduler mst-dist starts
+#: cluster key -> (type, engine setting it defaults to (None: no default), kinds it applies to)
 _CLUSTER_KEYS = {
-    "kind": ("str", "cluster.kind"),
-    "address": ("str|null", "cluster.address"),
-    "n_workers": ("int|null", "cluster.n-workers"),
-    "threads_per_worker": ("int|null", "cluster.threads-per-worker"),
-    "processes": ("bool", "cluster.processes"),
-    "dashboard_address": ("str|null", "cluster.dashboard-address"),
+    "kind": ("str", "cluster.kind", CLUSTER_KINDS),
+    "address": ("str|null", "cluster.address", ("address",)),
+    "n_workers": ("int|null", "cluster.n-workers", ("local", "local-cuda")),
+    "threads_per_worker": ("int|null", "cluster.threads-per-worker", ("local", "local-cuda", "mpi")),
+    "processes": ("bool", "cluster.processes", ("local", "slurm", "pbs")),
+    "dashboard_address": ("str|null", "cluster.dashboard-address", _STARTED),
+    "memory_limit": ("str|int|float|null", "cluster.memory-limit", ("local-cuda", "mpi")),
+    "cuda_visible_devices": ("str|null", None, ("local-cuda",)),
+    "warmup": ("bool", "cluster.warmup", ("local-cuda", "slurm", "pbs", "mpi")),
+    "wait_timeout": ("float", "cluster.wait-timeout", ("address", "slurm", "pbs", "mpi")),
+    "jobs": ("int", "cluster.jobs", _JOBQUEUE),
+    "cores": ("int|null", None, _JOBQUEUE),
+    "memory": ("str|null", None, _JOBQUEUE),
+    "queue": ("str|null", None, _JOBQUEUE),
+    "account": ("str|null", None, _JOBQUEUE),
+    "walltime": ("str|null", None, _JOBQUEUE),
+    "job_name": ("str|null", None, _JOBQUEUE),
+    "resource_spec": ("str|null", None, ("pbs",)),
+    "interface": ("str|null", None, ("slurm", "pbs", "mpi")),
+    "local_directory": ("str|null", None, ("slurm", "pbs", "mpi")),
+    "log_directory": ("str|null", None, _JOBQUEUE),
+    "python": ("str|null", None, _JOBQUEUE),
+    "job_extra_directives": ("list[str]|null", None, _JOBQUEUE),
+    "job_script_prologue": ("list[str]|null", None, _JOBQUEUE),
+    "worker_extra_args": ("list[str]|null", None, _JOBQUEUE),
 }
-_LOCAL_ONLY = ("n_workers", "threads_per_worker", "processes", "dashboard_address")
-_INPUT_EXTENSIONS = (".npz",)
+#: Per-kind types where they differ from the table: workers per job for dask-jobqueue.
+_KIND_TYPES = {("processes", "slurm"): "int|null", ("processes", "pbs"): "int|null"}
+#: Keys of dask-jobqueue's cluster classes (passed on when set; else jobqueue.<kind> config).
+JOBQUEUE_KEYS = ("cores", "memory", "processes", "queue", "account", "walltime", "job_name",
+                 "resource_spec", "interface", "local_directory", "log_directory", "python",
+                 "job_extra_directives", "job_script_prologue", "worker_extra_args")
 
 
 def _kind_of(value):
@@ -159,6 +190,11 @@ def _check_type(path, value, spec, source):
     """``value`` if its kind is one of ``spec`` ("int|null"); an int passes as a float."""
     allowed = spec.split("|")
     kind = _kind_of(value)
+    if kind == "list" and "list[str]" in allowed:
+        for i, item in enumerate(value):
+            if not isinstance(item, str):
+                _fail(f"{path}[{i}]", f"expected str, got {_kind_of(item)} {item!r}", source)
+        return list(value)
     if kind in allowed or (kind == "int" and "float" in allowed):
         return value
     got = f"{kind} {value!r}" if kind not in ("mapping", "list") else kind
@@ -230,20 +266,35 @@ def _validate_generate(path, raw, source):
     return out
 
 
-def _validate_graph(raw, source):
+def _validate_graph(raw, source, check_paths=True):
     graph = _mapping("graph", raw, _GRAPH_KEYS, source)
-    if len(graph) != 1:
+    if ("generate" in graph) == ("input" in graph):
         _fail("graph", "needs exactly one of: generate (a generator), input (a file)", source)
     if "generate" in graph:
+        for key in ("format", "options"):
+            if key in graph:
+                _fail(f"graph.{key}", "only with graph.input (a file)", source)
         return {"generate": _validate_generate("graph.generate", graph["generate"], source)}
+    from .readers import FORMATS, format_of_path
+
     path = _check_type("graph.input", graph["input"], "str", source)
-    ext = os.path.splitext(path)[1].lower()
-    if ext not in _INPUT_EXTENSIONS:
-        _fail("graph.input", f"unsupported file type {ext or '(none)'!r}; supported: "
-              f"{', '.join(_INPUT_EXTENSIONS)} (arrays src, dst and optional weight)", source)
-    if not os.path.exists(path):
+    out = {"input": path}
+    is_glob = any(ch in path for ch in "*?[")
+    if graph.get("format") is not None:
+        out["format"] = _check_choice("graph.format", _check_type("graph.format", graph["format"],
+                                                                  "str", source), FORMATS, source)
+    unknown = "format" not in out and format_of_path(path) is None
+    if unknown and os.path.splitext(path)[1]:
+        _fail("graph.input", f"cannot tell the format of {path!r} from its name; give "
+              f"graph.format (one of {', '.join(FORMATS)})", source)
+    if check_paths and not is_glob and not os.path.exists(path):
         _fail("graph.input", f"no such file: {path!r}", source)
-    return {"input": path}
+    if unknown:
+        _fail("graph.input", f"cannot tell the format of {path!r} from its name; give "
+              f"graph.format (one of {', '.join(FORMATS)})", source)
+    if graph.get("options") is not None:
+        out["options"] = dict(_check_type("graph.options", graph["options"], "mapping", source))
+    return out
 
 
 def _validate_output(raw, source):
@@ -270,28 +321,49 @@ def _validate_output(raw, source):
     return {"path": path, "format": fmt}
 
 
+def _kinds_text(kinds):
+    return ("kind " if len(kinds) == 1 else "kinds ") + ", ".join(repr(k) for k in kinds)
+
+
 def _validate_cluster(raw, source):
     raw = _mapping("cluster", raw if raw is not None else {}, tuple(_CLUSTER_KEYS), source)
-    out = {}
-    for name, (spec, setting) in _CLUSTER_KEYS.items():
-        out[name] = _setting(f"cluster.{name}", raw, name, setting, spec, source)
-    _check_choice("cluster.kind", out["kind"], _CLUSTER_KINDS, source)
-    for name in ("n_workers", "threads_per_worker"):
-        _check_min(f"cluster.{name}", out[name], 1, source)
-    if out["kind"] == "address":
-        if not out["address"]:
-            _fail("cluster.address", "missing: kind 'address' needs the scheduler's address "
-                  "(e.g. tcp://host:8786)", source)
-        for name in _LOCAL_ONLY:
-            if name in raw:
-                _fail(f"cluster.{name}", "only for kind 'local' (an existing scheduler "
-                      "has its own workers)", source)
-    elif "address" in raw and raw["address"] is not None:
-        _fail("cluster.address", "only for kind 'address'; set cluster.kind: address", source)
+    kind = _setting("cluster.kind", raw, "kind", "cluster.kind", "str", source)
+    _check_choice("cluster.kind", kind, CLUSTER_KINDS, source)
+    out = {"kind": kind}
+    for name, (spec, setting, kinds) in _CLUSTER_KEYS.items():
+        if name == "kind":
+            continue
+        spec = _KIND_TYPES.get((name, kind), spec)
+        if kind not in kinds:
+            if name in raw and raw[name] is not None:
+                hint = "; set cluster.kind: address" if name == "address" else ""
+                _fail(f"cluster.{name}", f"only for {_kinds_text(kinds)} (this is kind {kind!r}){hint}",
+                      source)
+            continue
+        if name in raw or setting is None:
+            out[name] = _check_type(f"cluster.{name}", raw.get(name), spec, source)
+        elif spec != _CLUSTER_KEYS[name][0]:  # the engine setting is for another kind: no default
+            out[name] = None
+        else:
+            out[name] = _setting(f"cluster.{name}", raw, name, setting, spec, source)
+    for name in ("n_workers", "threads_per_worker", "jobs", "cores", "processes"):
+        if isinstance(out.get(name), int) and not isinstance(out.get(name), bool):
+            _check_min(f"cluster.{name}", out[name], 1, source)
+    if "wait_timeout" in out:
+        _check_min("cluster.wait_timeout", out["wait_timeout"], 0, source)
+    if kind == "address" and not out["address"]:
+        _fail("cluster.address", "missing: kind 'address' needs the scheduler's address "
+              "(e.g. tcp://host:8786)", source)
+    if kind in _JOBQUEUE:
+        for name in ("cores", "memory"):
+            if out[name] is None and dask.config.get(f"jobqueue.{kind}.{name}", None) is None:
+                _fail(f"cluster.{name}", f"missing: kind {kind!r} needs {name} (per job); set it here or "
+                      f"in the dask config jobqueue.{kind}.{name} (see cluster/jobqueue-{kind}.yaml)",
+                      source)
     return out
 
 
-def validate_run_config(raw, source=None):
+def validate_run_config(raw, source=None, check_paths=True):
     """Check a run config (a dict as read from YAML) and fill in its defaults.
 
     Returns a new dict with every top-level key present: ``graph``
@@ -299,7 +371,8 @@ def validate_run_config(raw, source=None):
     ``backend``, ``partitions``, ``local_finish``, ``output`` (``None`` or
     ``{"path", "format"}``) and ``cluster``.  Raises :class:`ConfigError`
     naming the first bad key path; ``source`` (a file name) prefixes the
-    message.
+    message.  ``check_paths=False`` leaves out the check that an input file
+    exists here (``mst-dist submit``: the workers read it, and check it).
 
     >>> cfg = validate_run_config({"graph": {"generate": {"kind": "grid", "rows": 3, "cols": 4}}})
     >>> cfg["graph"]["generate"]["rows"], cfg["output"]
@@ -312,7 +385,7 @@ def validate_run_config(raw, source=None):
     if raw is None:
         raw = {}
     raw = _mapping("", raw, _TOP_KEYS, source, required=("graph",))
-    out = {"graph": _validate_graph(raw["graph"], source)}
+    out = {"graph": _validate_graph(raw["graph"], source, check_paths)}
 
     nv = _check_type("n_vertices", raw.get("n_vertices"), "int|null", source)
     _check_min("n_vertices", nv, 0, source)

@@ -27,7 +27,11 @@ Families
 --------
 ``erdos_renyi(n, m)``, ``gnp(n, p)``, ``circulant(n, d)``, ``grid(rows, cols)``,
 ``hypercube(d)``, ``caveman(g, k)``, ``connected_caveman(g, k)``,
-``rmat(scale, edge_factor=16, a=0.57, b=0.19, c=0.19)``; see each builder.
+``rmat(scale, edge_factor=16, a=0.57, b=0.19, c=0.19)``,
+``random_geometric(n, radius)``, ``ssca2(n, max_clique=None, inter=1)``; see
+each builder.  ``random_geometric``'s edge count depends on its points, so
+building it runs one counting pass as tasks (on the current ``distributed``
+client, else local threads); every other family knows its size up front.
 """
 from __future__ import annotations
 
@@ -51,6 +55,8 @@ __all__ = [
     "caveman",
     "connected_caveman",
     "rmat",
+    "random_geometric",
+    "ssca2",
 ]
 
 #: Edges per random block.  Part of the definition of every generated graph:
@@ -67,9 +73,12 @@ _TAGS = {
     "caveman": 6,
     "connected_caveman": 7,
     "rmat": 8,
+    "random_geometric": 9,
+    "ssca2": 10,
 }
 _STREAM_BLOCK = 0   # per-block streams: [seed, tag, 0, block]
 _STREAM_GLOBAL = 1  # graph-wide draws (gnp's edge count, rmat's scramble): [seed, tag, 1, i]
+_STREAM_SHAPE = 2   # per-block shape draws (geometric points of a row, ssca2 clique sizes)
 
 _MAX_ID = 1 << 62   # vertex and edge counts must stay well inside int64
 
@@ -689,6 +698,363 @@ def rmat(scale, edge_factor=16, a=0.57, b=0.19, c=0.19, *, seed=0, weights="int"
                  describe={"scale": scale, "edge_factor": edge_factor, "a": a, "b": b, "c": c})
 
 
+# --------------------------------------------------------------------------
+# random geometric graph
+# --------------------------------------------------------------------------
+
+_RGG_PAIRS = 1 << 22   # candidate pairs examined at once (bounds the temporaries)
+
+
+def _rgg_points(seed, tag, row, k, nrows):
+    """The ``k`` points of strip ``row``, sorted by x (their vertex order)."""
+    rng = np.random.default_rng([seed, tag, _STREAM_SHAPE, row])
+    x = rng.random(k)
+    y = rng.random(k)
+    y += row
+    y /= nrows
+    order = np.argsort(x, kind="stable")
+    return x[order], y[order]
+
+
+def _rgg_pairs(xa, ya, xb, yb, radius, same):
+    """Pairs ``(i, j)`` within ``radius`` between point sets a and b (b = a when ``same``: j > i).
+
+    Ordered by i, then j; yielded in pieces of at most about :data:`_RGG_PAIRS`
+    candidates.
+    """
+    if same:
+        lo = np.arange(1, xa.size + 1, dtype=np.int64)
+    else:
+        lo = np.searchsorted(xb, xa - radius, "left").astype(np.int64)
+    hi = np.searchsorted(xb, xa + radius, "right").astype(np.int64)
+    cnt = np.maximum(hi - lo, 0)
+    r2 = radius * radius
+    i0 = 0
+    csum = np.cumsum(cnt)
+    while i0 < xa.size:
+        base = csum[i0 - 1] if i0 else 0
+        i1 = int(np.searchsorted(csum, base + _RGG_PAIRS, "right"))
+        i1 = max(i1, i0 + 1)
+        c = cnt[i0:i1]
+        tot = int(c.sum())
+        if tot:
+            ii = np.repeat(np.arange(i0, i1, dtype=np.int64), c)
+            starts = np.repeat(np.cumsum(c) - c, c)
+            jj = np.repeat(lo[i0:i1], c) + (np.arange(tot, dtype=np.int64) - starts)
+            dx = xb[jj] - xa[ii]
+            dy = yb[jj] - ya[ii]
+            keep = dx * dx + dy * dy <= r2
+            yield ii[keep], jj[keep]
+        i0 = i1
+
+
+def _rgg_row_edges(row, *, seed, tag, nrows, radius, counts, offsets):
+    """Edges of strip ``row``: pairs inside it, then pairs with strip ``row + 1``.
+
+    ``counts[row]``/``offsets[row]`` are the strip's point count and first
+    vertex id (arrays indexed from the caller's first row).
+    """
+    xa, ya = _rgg_points(seed, tag, row + offsets["row0"], int(counts[row]), nrows)
+    parts_s, parts_d = [], []
+    oa = int(offsets["vid"][row])
+    for i, j in _rgg_pairs(xa, ya, xa, ya, radius, True):
+        parts_s.append(i + oa)
+        parts_d.append(j + oa)
+    if row + offsets["row0"] + 1 < nrows:
+        xb, yb = _rgg_points(seed, tag, row + offsets["row0"] + 1, int(counts[row + 1]), nrows)
+        ob = int(offsets["vid"][row + 1])
+        for i, j in _rgg_pairs(xa, ya, xb, yb, radius, False):
+            parts_s.append(i + oa)
+            parts_d.append(j + ob)
+    if not parts_s:
+        z = np.zeros(0, np.int64)
+        return z, z.copy()
+    return np.concatenate(parts_s), np.concatenate(parts_d)
+
+
+def _rgg_rows(start, stop, *, row0, counts, vids, row_edges, nrows, radius, seed, tag, weights,
+              wmin, wmax):
+    """Rows [start, stop) of one band of strips of the random geometric graph.
+
+    ``row_edges`` holds the band's first edge of each strip (then its total).
+    """
+    m = int(row_edges[-1])
+    start, stop = _check_range(start, stop, m)
+    if start == stop:
+        return _empty(weights)
+    out = [np.empty(stop - start, np.int64), np.empty(stop - start, np.int64),
+           np.empty(stop - start, np.int64 if weights == "int" else np.float64)]
+    r0 = int(np.searchsorted(row_edges, start, "right")) - 1
+    r1 = int(np.searchsorted(row_edges, stop, "left"))
+    offs = {"row0": row0, "vid": vids}
+    for r in range(r0, r1):
+        e0, e1 = int(row_edges[r]), int(row_edges[r + 1])
+        if e1 == e0:
+            continue
+        s, d = _rgg_row_edges(r, seed=seed, tag=tag, nrows=nrows, radius=radius, counts=counts,
+                              offsets=offs)
+        w = _draw_weights(np.random.default_rng([seed, tag, _STREAM_BLOCK, row0 + r]), e1 - e0,
+                          weights, wmin, wmax)
+        lo, hi = max(start, e0) - e0, min(stop, e1) - e0
+        o = e0 + lo - start
+        out[0][o:o + hi - lo] = s[lo:hi]
+        out[1][o:o + hi - lo] = d[lo:hi]
+        out[2][o:o + hi - lo] = w[lo:hi]
+    return tuple(out)
+
+
+def random_geometric(n, radius, *, seed=0, weights="int", wmin=1, wmax=1000):
+    """Build a random geometric graph: n uniform points of the unit square, edges within ``radius``.
+
+    Chunk-stable construction.  The square is cut into ``S = floor(1 / radius)``
+    horizontal strips of height ``1/S >= radius`` (at least one); strip counts
+    are one multinomial draw of ``n`` (seeded, on the client).  Strip ``r``'s
+    points come from its own stream, x and y uniform within the strip, and are
+    numbered by x after the points of strips ``0..r-1``.  An edge joins every
+    pair at Euclidean distance ``<= radius``; since strips are at least
+    ``radius`` high, a pair lies in one strip or in two neighbouring ones.
+    Edges are listed strip by strip: pairs inside strip ``r`` (by first, then
+    second vertex), then pairs from strip ``r`` to ``r + 1``; each edge is
+    ``(u, v)`` with ``u < v``.  Weights are drawn per strip (not distances).
+
+    The number of edges (about ``pi r^2 n^2 / 2``) depends on the points, so
+    building the graph runs one counting pass as tasks: on the current
+    ``distributed`` client if there is one, else on threads here.  The
+    strips are grouped into sources of about a million edges.
+
+    Parameters
+    ----------
+    n : int
+        Number of points (vertices), ``>= 0``.
+    radius : float
+        Connection radius, ``0 < radius <= 1.5``.
+    seed, weights, wmin, wmax
+        As in :func:`erdos_renyi`.
+
+    Returns
+    -------
+    Graph
+    """
+    wspec, dtype = _weight_spec(seed, weights, wmin, wmax)
+    n = _as_int("n", n, lo=0)
+    radius = _as_float("radius", radius)
+    if not 0.0 < radius <= 1.5:
+        raise ValueError(f"random_geometric: radius must be in (0, 1.5], got {radius}")
+    _check_size("random_geometric", "n", n)
+    nrows = max(1, int(1.0 / radius))
+    if nrows > 1 << 24:
+        raise ValueError(f"random_geometric: radius={radius} is too small (more than 2**24 strips)")
+    tag = _TAGS["random_geometric"]
+    counts = _global_rng(wspec["seed"], tag).multinomial(n, np.full(nrows, 1.0 / nrows)) \
+        if n else np.zeros(nrows, np.int64)
+    counts = counts.astype(np.int64)
+    vids = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    # counting tasks of ~BLOCK expected candidates each
+    per_row = max(1.0, (n / nrows) * (2 * radius * n / nrows + 1.0) * 2)
+    step = max(1, int(BLOCK // per_row))
+    tasks = []
+    for r0 in range(0, nrows, step):
+        r1 = min(nrows, r0 + step)
+        hi = min(nrows, r1 + 1)
+        tasks.append((_rgg_count_band, r0, r1, wspec["seed"], tag, nrows, radius,
+                      counts[r0:hi], vids[r0:hi]))
+    from .readers import _map_tasks
+
+    res = _map_tasks(_call, tasks, None, "generate-count")
+    row_edges = np.concatenate(res) if res else np.zeros(0, np.int64)
+    m = int(row_edges.sum())
+    _check_size("random_geometric", "m", m)
+    sources = []
+    for (_, r0, r1, *_rest) in tasks:
+        e = row_edges[r0:r1]
+        band = np.concatenate([[0], np.cumsum(e)]).astype(np.int64)
+        if band[-1] == 0:
+            continue
+        hi = min(nrows, r1 + 1)
+        params = {"row0": r0, "counts": counts[r0:hi], "vids": vids[r0:hi], "row_edges": band,
+                  "nrows": nrows, "radius": radius, "tag": tag, **wspec}
+        sources.append(FunctionSource(_rgg_rows, params, int(band[-1]), name="random_geometric"))
+    describe = {"n": n, "radius": radius}
+    args = ", ".join(f"{k}={v!r}" for k, v in {**describe, "seed": wspec["seed"]}.items())
+    meta = {"kind": "random_geometric", **describe, "m": m, "strips": nrows, **wspec}
+    return Graph(n_vertices=n, sources=sources, weight_dtype=dtype, validated=True,
+                 name=f"random_geometric({args})", meta=meta)
+
+
+def _rgg_count_band(r0, r1, seed, tag, nrows, radius, counts, vids):
+    """Edges of each strip in ``[r0, r1)`` (a counting task)."""
+    offs = {"row0": r0, "vid": vids}
+    return np.array([_rgg_row_edges(r, seed=seed, tag=tag, nrows=nrows, radius=radius,
+                                    counts=counts, offsets=offs)[0].size
+                     for r in range(r1 - r0)], np.int64)
+
+
+def _call(func, *args):
+    return func(*args)
+
+
+# --------------------------------------------------------------------------
+# SSCA#2-like clustered graphs
+# --------------------------------------------------------------------------
+
+_SSCA_CLIQUES = 4096   # cliques per block (part of the graph's definition)
+
+
+def _ssca_sizes(seed, tag, block, max_clique, n, voff, last_block):
+    """Clique sizes of one block (the last block's last clique truncated to reach n)."""
+    sizes = np.random.default_rng([seed, tag, _STREAM_SHAPE, block]).integers(
+        1, max_clique, size=_SSCA_CLIQUES, dtype=np.int64, endpoint=True)
+    if block == last_block:
+        c = np.cumsum(sizes)
+        k = int(np.searchsorted(c, n - voff, "left"))
+        sizes = sizes[:k + 1].copy()
+        sizes[-1] -= int(c[k]) - (n - voff)
+    return sizes
+
+
+def _ssca_block_edges(b, *, n, max_clique, inter, levels, n_cliques, block_voff, block_coff,
+                      seed, tag, weights, wmin, wmax):
+    """All edges of clique block ``b``: its cliques' pairs, then its vertices' inter-clique edges."""
+    last = block_voff.size - 2
+    sizes = _ssca_sizes(seed, tag, b, max_clique, n, int(block_voff[b]), last)
+    starts = int(block_voff[b]) + np.cumsum(sizes) - sizes
+    pairs = sizes * (sizes - 1) // 2
+    tot = int(pairs.sum())
+    e = np.arange(tot, dtype=np.int64) - np.repeat(np.cumsum(pairs) - pairs, pairs)
+    a, bb = _colex_pair(e)
+    cs = np.repeat(starts, pairs)
+    src = [cs + a]
+    dst = [cs + bb]
+    rng = _block_rng(seed, tag, b)
+    nv = int(sizes.sum())
+    if inter and n_cliques > 1 and nv:
+        k = nv * inter
+        own_clique = np.repeat(int(block_coff[b]) + np.arange(sizes.size, dtype=np.int64), sizes)
+        own = np.arange(int(block_voff[b]), int(block_voff[b]) + nv, dtype=np.int64)
+        u = np.repeat(own, inter)
+        cu = np.repeat(own_clique, inter)
+        lev = np.minimum(np.floor(-np.log2(1.0 - rng.random(k))).astype(np.int64), levels - 1)
+        sign = np.where(rng.random(k) < 0.5, -1, 1)
+        frac = rng.random(k)
+        ct = (cu + sign * (np.int64(1) << lev)) % n_cliques
+        # sizes and first vertices of the target cliques (their blocks regenerated)
+        tb = ct // _SSCA_CLIQUES
+        tstart = np.empty(k, np.int64)
+        tsize = np.empty(k, np.int64)
+        for blk in np.unique(tb):
+            blk = int(blk)
+            sz = sizes if blk == b else _ssca_sizes(seed, tag, blk, max_clique, n,
+                                                    int(block_voff[blk]), last)
+            st = int(block_voff[blk]) + np.cumsum(sz) - sz
+            sel = tb == blk
+            loc = ct[sel] - blk * _SSCA_CLIQUES
+            tstart[sel] = st[loc]
+            tsize[sel] = sz[loc]
+        v = tstart + np.minimum((frac * tsize).astype(np.int64), tsize - 1)
+        src.append(u)
+        dst.append(v)
+    s = np.concatenate(src)
+    d = np.concatenate(dst)
+    w = _draw_weights(rng, s.size, weights, wmin, wmax)
+    return s, d, w
+
+
+def _ssca_rows(start, stop, *, block_eoff, **kw):
+    """Rows [start, stop) of the SSCA#2-like graph (blocks generated whole, then sliced)."""
+    m = int(block_eoff[-1])
+    start, stop = _check_range(start, stop, m)
+    if start == stop:
+        return _empty(kw["weights"])
+    out = [np.empty(stop - start, np.int64), np.empty(stop - start, np.int64),
+           np.empty(stop - start, np.int64 if kw["weights"] == "int" else np.float64)]
+    b0 = int(np.searchsorted(block_eoff, start, "right")) - 1
+    b1 = int(np.searchsorted(block_eoff, stop, "left"))
+    for b in range(b0, b1):
+        e0, e1 = int(block_eoff[b]), int(block_eoff[b + 1])
+        if e1 == e0:
+            continue
+        cols = _ssca_block_edges(b, **kw)
+        lo, hi = max(start, e0) - e0, min(stop, e1) - e0
+        o = e0 + lo - start
+        for x, y in zip(out, cols):
+            x[o:o + hi - lo] = y[lo:hi]
+    return tuple(out)
+
+
+def ssca2(n, max_clique=None, inter=1, *, seed=0, weights="int", wmin=1, wmax=1000):
+    """Build an SSCA#2-like clustered graph: random-sized cliques plus hierarchical inter-clique edges.
+
+    After the SSCA#2 benchmark's generator (Bader and Madduri, GTgraph), as
+    used in seed 004: vertices ``0..n-1`` are cut into consecutive cliques of
+    sizes uniform on ``1..max_clique`` (drawn in blocks of 4096 cliques, each
+    block from its own stream; the last clique is cut to reach ``n``); every
+    clique is complete.  Then each vertex gets ``inter`` edges to other
+    cliques: the target clique is at distance ``+-2**k`` (ring order,
+    ``k = 0, 1, ...`` with probability halving at each level, at most
+    ``log2(#cliques)``), the target vertex uniform in it.  Unlike the original
+    (a random count of directed, possibly parallel inter-clique edges), the
+    count is fixed, so ``m = sum s(s-1)/2 + inter * n`` is known without a
+    pass.
+
+    Edges are listed block by block: the clique pairs of the block (clique by
+    clique, pairs in colexicographic order), then its vertices' inter-clique
+    edges; weights are drawn per block.
+
+    Parameters
+    ----------
+    n : int
+        Number of vertices, ``>= 1``.
+    max_clique : int, optional
+        Largest clique (default ``max(1, round(n ** (1/3)))``, SSCA#2's
+        ``2**(SCALE/3)``).
+    inter : int, optional
+        Inter-clique edges per vertex (default 1; none when there is one clique).
+    seed, weights, wmin, wmax
+        As in :func:`erdos_renyi`.
+
+    Returns
+    -------
+    Graph
+    """
+    wspec, dtype = _weight_spec(seed, weights, wmin, wmax)
+    n = _as_int("n", n, lo=1)
+    if max_clique is None:
+        max_clique = max(1, round(n ** (1.0 / 3.0)))
+    max_clique = _as_int("max_clique", max_clique, lo=1, hi=1 << 20)
+    inter = _as_int("inter", inter, lo=0, hi=1 << 20)
+    _check_size("ssca2", "n", n)
+    tag = _TAGS["ssca2"]
+    voffs, coffs, eintra = [0], [0], []
+    b = 0
+    while voffs[-1] < n:
+        sizes = _ssca_sizes(wspec["seed"], tag, b, max_clique, n, voffs[-1], -1)
+        total = int(sizes.sum())
+        if voffs[-1] + total >= n:  # the last block: cut it
+            sizes = _ssca_sizes(wspec["seed"], tag, b, max_clique, n, voffs[-1], b)
+            total = int(sizes.sum())
+        voffs.append(voffs[-1] + total)
+        coffs.append(coffs[-1] + sizes.size)
+        eintra.append(int((sizes * (sizes - 1) // 2).sum()))
+        b += 1
+    n_cliques = coffs[-1]
+    inter_eff = inter if n_cliques > 1 else 0
+    block_voff = np.array(voffs, np.int64)
+    block_coff = np.array(coffs, np.int64)
+    per_block = np.array(eintra, np.int64) + inter_eff * np.diff(block_voff)
+    block_eoff = np.concatenate([[0], np.cumsum(per_block)]).astype(np.int64)
+    m = int(block_eoff[-1])
+    _check_size("ssca2", "m", m)
+    levels = max(1, int(np.floor(np.log2(n_cliques)))) if n_cliques > 1 else 1
+    params = {"block_eoff": block_eoff, "n": n, "max_clique": max_clique, "inter": inter_eff,
+              "levels": levels, "n_cliques": n_cliques, "block_voff": block_voff,
+              "block_coff": block_coff, "tag": tag, **wspec}
+    describe = {"n": n, "max_clique": max_clique, "inter": inter}
+    args = ", ".join(f"{k}={v!r}" for k, v in {**describe, "seed": wspec["seed"]}.items())
+    meta = {"kind": "ssca2", **describe, "m": m, "cliques": n_cliques, **wspec}
+    return Graph(n_vertices=n, sources=[FunctionSource(_ssca_rows, params, m, name="ssca2")],
+                 weight_dtype=dtype, validated=True, name=f"ssca2({args})", meta=meta)
+
+
 GENERATORS = {
     "erdos_renyi": erdos_renyi,
     "gnp": gnp,
@@ -698,6 +1064,8 @@ GENERATORS = {
     "caveman": caveman,
     "connected_caveman": connected_caveman,
     "rmat": rmat,
+    "random_geometric": random_geometric,
+    "ssca2": ssca2,
 }
 
 
@@ -711,7 +1079,9 @@ def generate(kind: str, *, seed: int = 0, weights: str = "int", wmin=1, wmax=100
         A key of :data:`GENERATORS`: ``"erdos_renyi"`` (n, m), ``"gnp"`` (n, p),
         ``"circulant"`` (n, d), ``"grid"`` (rows, cols), ``"hypercube"`` (d),
         ``"caveman"`` (g, k), ``"connected_caveman"`` (g, k), ``"rmat"``
-        (scale, edge_factor=16, a=0.57, b=0.19, c=0.19).
+        (scale, edge_factor=16, a=0.57, b=0.19, c=0.19),
+        ``"random_geometric"`` (n, radius), ``"ssca2"`` (n, max_clique=None,
+        inter=1).
     seed : int, optional
         Non-negative seed; the same seed and parameters give the same graph,
         however it is chunked.

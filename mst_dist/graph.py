@@ -90,13 +90,16 @@ class FunctionSource:
     """Rows produced on a worker by ``func(start, stop, **params)``.
 
     ``func`` must be importable (a module-level function) and must give the
-    same rows for the same range however the rows are split.
+    same rows for the same range however the rows are split.  A source that
+    cannot be entered in the middle cheaply (a compressed file) sets
+    ``splittable=False``: :meth:`Graph.chunk_ranges` then keeps it whole.
     """
 
     func: Callable
     params: dict
     n_edges: int
     name: str = "source"
+    splittable: bool = True
 
     def load(self, start, stop):
         return self.func(start, stop, **self.params)
@@ -176,6 +179,34 @@ class Graph:
         return cls(n_vertices=n_vertices, sources=[ArraySource(src, dst, weight)],
                    weight_dtype=weight.dtype, validated=True, name=name)
 
+    @classmethod
+    def from_networkx(cls, G, weight="weight", default=1, **kw):
+        """A graph from a networkx graph; see :func:`mst_dist.interop.from_networkx`."""
+        from .interop import from_networkx
+
+        return from_networkx(G, weight, default, **kw)
+
+    @classmethod
+    def from_scipy(cls, A, **kw):
+        """A graph from a SciPy sparse matrix; see :func:`mst_dist.interop.from_scipy`."""
+        from .interop import from_scipy
+
+        return from_scipy(A, **kw)
+
+    @classmethod
+    def from_pandas(cls, df, *args, **kw):
+        """A graph from a pandas DataFrame; see :func:`mst_dist.interop.from_pandas`."""
+        from .interop import from_pandas
+
+        return from_pandas(df, *args, **kw)
+
+    @classmethod
+    def from_dask_dataframe(cls, ddf, *args, **kw):
+        """A lazy graph from a Dask DataFrame; see :func:`mst_dist.interop.from_dask_dataframe`."""
+        from .interop import from_dask_dataframe
+
+        return from_dask_dataframe(ddf, *args, **kw)
+
     def to_arrays(self):
         """All edges as ``(src, dst, weight)`` arrays in this process (small graphs, tests)."""
         parts = [s.load(0, s.n_edges) for s in self.sources]
@@ -188,7 +219,8 @@ class Graph:
         """Cut the edge id range into ``partitions`` contiguous chunks.
 
         Returns ``[(source_index, start, stop, global_offset), ...]``; a chunk
-        never spans two sources (so a source boundary adds a chunk).
+        never spans two sources (so a source boundary adds a chunk), and a
+        source with ``splittable=False`` is one chunk.
         """
         m = self.n_edges
         partitions = max(1, int(partitions))
@@ -197,7 +229,8 @@ class Graph:
         offset = 0
         for si, s in enumerate(self.sources):
             lo, hi = offset, offset + s.n_edges
-            cuts = sorted({lo, hi, *[b for b in bounds if lo < b < hi]})
+            inner = [b for b in bounds if lo < b < hi] if getattr(s, "splittable", True) else []
+            cuts = sorted({lo, hi, *inner})
             for a, b in zip(cuts[:-1], cuts[1:]):
                 out.append((si, a - lo, b - lo, a))
             offset = hi

@@ -135,6 +135,24 @@ class MSFResult:
             "seconds": self.stats.total_seconds,
         }
 
+    def to_networkx(self, **kw):
+        """The forest as a ``networkx.Graph``; see :func:`mst_dist.interop.to_networkx`."""
+        from .interop import to_networkx
+
+        return to_networkx(self, **kw)
+
+    def to_scipy(self, **kw):
+        """The forest as a SciPy sparse array; see :func:`mst_dist.interop.to_scipy`."""
+        from .interop import to_scipy
+
+        return to_scipy(self, **kw)
+
+    def to_pandas(self):
+        """The forest as a pandas DataFrame; see :func:`mst_dist.interop.to_pandas`."""
+        from .interop import to_pandas
+
+        return to_pandas(self)
+
     def __repr__(self):
         return (f"MSFResult(forest_edges={self.n_forest_edges:,}, total_weight={self.total_weight}, "
                 f"n_components={self.n_components:,}, rounds={self.stats.n_rounds})")

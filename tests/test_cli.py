@@ -218,7 +218,7 @@ def test_scheduler_flag():
     cfg = cfg_of("--generate", "hypercube", "--d", "3", "--scheduler", "tcp://10.0.0.1:8786")
     assert cfg["cluster"]["kind"] == "address"
     assert cfg["cluster"]["address"] == "tcp://10.0.0.1:8786"
-    with pytest.raises(ConfigError, match="cluster.n_workers: only for kind 'local'"):
+    with pytest.raises(ConfigError, match="cluster.n_workers: only for kinds 'local', 'local-cuda'"):
         cfg_of("--generate", "hypercube", "--d", "3", "--scheduler", "tcp://h:1", "--workers", "2")
 
 
@@ -274,12 +274,12 @@ def test_build_graph_npz(tmp_path):
 
 
 @pytest.mark.parametrize("arrays, match", [
-    ({"src": np.array([0, 1]), "dst": np.array([1, -2])}, r"g.npz: edge 1 .*negative"),
+    ({"src": np.array([0, 1]), "dst": np.array([1, -2])}, r"g.npz, row 1: negative vertex id"),
     ({"src": np.array([0, 1]), "dst": np.array([1, 2]), "weight": np.array([1.0, np.nan])},
-     r"g.npz: edge 1 "),
-    ({"src": np.array([0, 1])}, "missing dst"),
-    ({"src": np.array([0]), "dst": np.array([1]), "w": np.array([1])}, "unexpected w"),
-    ({"src": np.array([0], dtype=object), "dst": np.array([1])}, "cannot read as .npz"),
+     r"g.npz, row 1: weight is NaN"),
+    ({"src": np.array([0, 1])}, "no array 'dst'"),
+    ({"src": np.array([0]), "dst": np.array([1]), "w": np.array([1])}, r"unexpected array\(s\) 'w'"),
+    ({"src": np.array([0], dtype=object), "dst": np.array([1])}, "refusing to unpickle"),
 ])
 def test_build_graph_npz_errors(tmp_path, arrays, match):
     with pytest.raises(InvalidGraphError, match=match):
@@ -291,14 +291,20 @@ def test_build_graph_npz_not_a_zip(tmp_path):
     from mst_dist.config import validate_run_config
 
     cfg = validate_run_config({"graph": {"input": str(tmp_path / "g.npz")}})
-    with pytest.raises(InvalidGraphError, match="cannot read as .npz"):
+    with pytest.raises(InvalidGraphError, match="not a readable .npz"):
         cli.build_graph(cfg)
 
 
 def test_default_cluster_is_embedded():
     client, close = cli.make_client(cfg_of("--generate", "hypercube", "--d", "2")["cluster"])
-    assert client is None
-    close()
+    try:
+        # the engine's embedded default: one in-process worker with the MST dashboard page
+        workers = client.scheduler_info()["workers"]
+        assert len(workers) == 1
+        assert client.cluster.scheduler.plugins["mst-dist"].page
+    finally:
+        close()
+    assert client.status == "closed"
 
 
 def test_gpu_backend_refused():

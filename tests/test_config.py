@@ -50,6 +50,10 @@ EXPECTED_DEFAULTS = {
     "cluster.processes": False,
     "cluster.dashboard-address": "127.0.0.1:0",
     "cluster.address": None,
+    "cluster.memory-limit": "auto",
+    "cluster.warmup": True,
+    "cluster.wait-timeout": 600,
+    "cluster.jobs": 1,
 }
 
 
@@ -142,7 +146,7 @@ def test_minimal_run_config_defaults():
     assert cfg["local_finish"] == "auto"
     assert cfg["output"] is None
     assert cfg["n_vertices"] is None
-    assert cfg["cluster"] == {"kind": "local", "address": None, "n_workers": None,
+    assert cfg["cluster"] == {"kind": "local", "n_workers": None,
                               "threads_per_worker": None, "processes": False,
                               "dashboard_address": "127.0.0.1:0"}
 
@@ -169,7 +173,7 @@ def test_quickstart_config():
 def test_example_rmat_config():
     cfg = load_run_config(os.path.join(ROOT, "configs", "example-rmat.yaml"))
     assert cfg["graph"]["generate"]["scale"] == 21
-    assert cfg["cluster"] == {"kind": "local", "address": None, "n_workers": 2,
+    assert cfg["cluster"] == {"kind": "local", "n_workers": 2,
                               "threads_per_worker": 1, "processes": True,
                               "dashboard_address": "127.0.0.1:0"}
 
@@ -282,10 +286,11 @@ def test_missing_kind_lists_choices():
     ({**gen(), "local_finish": "never"}, "local_finish", "expected one of auto"),
     ({**gen(), "local_finish": -1}, "local_finish", "must be >= 0"),
     ({**gen(), "partitions": 0}, "partitions", "must be >= 1"),
-    ({**gen(), "cluster": {"kind": "slurm"}}, "cluster.kind", "expected one of local, address"),
+    ({**gen(), "cluster": {"kind": "lsf"}}, "cluster.kind",
+     "expected one of local, local-cuda, address, slurm, pbs, mpi"),
     ({**gen(), "cluster": {"threads_per_worker": 0}}, "cluster.threads_per_worker", "must be >= 1"),
     ({**gen(), "cluster": {"kind": "address", "address": "tcp://h:1", "n_workers": 2}},
-     "cluster.n_workers", "only for kind 'local'"),
+     "cluster.n_workers", "only for kinds 'local', 'local-cuda' (this is kind 'address')"),
     ({**gen(), "cluster": {"address": "tcp://h:1"}}, "cluster.address", "only for kind 'address'"),
     ({**gen(), "output": {"path": "x.txt"}}, "output.path", "output.format"),
     ({**gen(), "output": {"path": "x.parquet", "format": "orc"}}, "output.format",
@@ -297,7 +302,10 @@ def test_missing_kind_lists_choices():
     (gen(scale=-1), "graph.generate.scale", "must be >= 0"),
     ({"graph": {"generate": {"kind": "rmat", "scale": 3}, "input": "g.npz"}}, "graph", "exactly one of"),
     ({"graph": {}}, "graph", "exactly one of"),
-    ({"graph": {"input": "g.csv"}}, "graph.input", "supported: .npz"),
+    ({"graph": {"input": "g.xyz"}}, "graph.input", "cannot tell the format"),
+    ({"graph": {"input": "g.txt", "format": "snap"}}, "graph.format", "expected one of edgelist"),
+    ({"graph": {"generate": {"kind": "grid", "rows": 2, "cols": 2}, "format": "gr"}}, "graph.format",
+     "only with graph.input"),
     ({"graph": {"input": "/no/such/graph.npz"}}, "graph.input", "no such file"),
 ])
 def test_bad_value(raw, path, fragment):

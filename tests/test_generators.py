@@ -6,6 +6,7 @@ import pytest
 
 from mst_dist.generators import BLOCK, GENERATORS, generate
 from mst_dist import generators as gen
+import mst_dist
 
 # (kind, params, n, m): small instances of every family, sizes by the formulas
 SMALL = [
@@ -327,3 +328,137 @@ def test_bad_weight_options(opts, word):
 def test_integral_float_parameters_accepted():
     g = generate("circulant", n=1e3, d=2.0)
     assert (g.n_vertices, g.n_edges) == (1000, 2000)
+
+
+# ---------------------------------------------------------------- random geometric, SSCA#2-like
+
+def _rgg_brute_force(n, radius, seed):
+    """All points of generate('random_geometric', ...) rebuilt strip by strip, pairs by brute force."""
+    S = max(1, int(1.0 / radius))
+    tag = gen._TAGS["random_geometric"]
+    counts = gen._global_rng(seed, tag).multinomial(n, np.full(S, 1.0 / S))
+    pts = [gen._rgg_points(seed, tag, r, counts[r], S) for r in range(S)]
+    x = np.concatenate([p[0] for p in pts])
+    y = np.concatenate([p[1] for p in pts])
+    d2 = (x[:, None] - x[None, :]) ** 2 + (y[:, None] - y[None, :]) ** 2
+    iu = np.triu_indices(n, 1)
+    keep = d2[iu] <= radius * radius
+    return {(int(a), int(b)) for a, b in zip(iu[0][keep], iu[1][keep])}, x, y
+
+
+@pytest.mark.parametrize("n,radius", [(500, 0.1), (700, 0.045), (300, 0.5), (120, 1.2), (0, 0.3)])
+def test_random_geometric_is_the_geometric_graph(n, radius):
+    g = generate("random_geometric", n=n, radius=radius, seed=4)
+    s, d, w = g.to_arrays()
+    exp, x, y = _rgg_brute_force(n, radius, 4)
+    assert g.n_vertices == n and g.n_edges == len(exp) == g.meta["m"]
+    assert set(zip(s.tolist(), d.tolist())) == exp and len(set(zip(s.tolist(), d.tolist()))) == len(s)
+    assert np.all(s < d) and w.dtype == np.int64 and (len(w) == 0 or (w.min() >= 1 and w.max() <= 1000))
+    # vertices numbered strip by strip, by x within a strip
+    S = g.meta["strips"]
+    strip = np.minimum((y * S).astype(int), S - 1)
+    assert np.all(np.diff(strip) >= 0)
+
+
+def test_random_geometric_chunk_independence_and_seeds(client):
+    g = generate("random_geometric", n=4000, radius=0.02, seed=9, weights="float")
+    assert len(g.sources) >= 1
+    full = g.to_arrays()
+    for p in (1, 3, 8):
+        parts = [g.sources[si].load(a, b) for si, a, b, _ in g.chunk_ranges(p)]
+        assert_rows_equal(full, tuple(np.concatenate([x[k] for x in parts]) for k in range(3)))
+    src = g.sources[0]
+    assert_rows_equal(src.load(0, src.n_edges), split_load(src, [0, 1, 17, src.n_edges // 2, src.n_edges]))
+    again = generate("random_geometric", n=4000, radius=0.02, seed=9, weights="float")
+    assert_rows_equal(full, again.to_arrays())
+    other = generate("random_geometric", n=4000, radius=0.02, seed=10, weights="float")
+    assert other.n_edges != g.n_edges or not np.array_equal(other.to_arrays()[0], full[0])
+    res = mst_dist.minimum_spanning_forest(g, client, partitions=3)
+    assert res.n_components == mst_dist.minimum_spanning_forest(g, client, partitions=1).n_components
+
+
+def test_random_geometric_many_sources():
+    g = generate("random_geometric", n=60_000, radius=0.012, seed=1)
+    assert len(g.sources) > 1 and g.n_edges == sum(s.n_edges for s in g.sources)
+    s, d, _ = g.to_arrays()
+    assert np.all(s < d) and s.max() < 60_000
+    deg = np.bincount(s, minlength=60_000) + np.bincount(d, minlength=60_000)
+    assert abs(deg.mean() - np.pi * 0.012 ** 2 * 60_000) < 2   # about pi r^2 n, less at the border
+
+
+def _ssca_cliques(g):
+    """Clique sizes of a generated ssca2 graph, block by block."""
+    p = g.sources[0].params
+    last = p["block_voff"].size - 2
+    return np.concatenate([gen._ssca_sizes(p["seed"], p["tag"], b, p["max_clique"], p["n"],
+                                           int(p["block_voff"][b]), last)
+                           for b in range(last + 1)])
+
+
+@pytest.mark.parametrize("n,max_clique,inter", [(50, None, 1), (3000, 9, 2), (40_000, 6, 1), (7, 10, 1)])
+def test_ssca2_structure(n, max_clique, inter):
+    g = generate("ssca2", n=n, max_clique=max_clique, inter=inter, seed=3)
+    s, d, w = g.to_arrays()
+    sizes = _ssca_cliques(g)
+    assert sizes.sum() == n and sizes.min() >= 1 and sizes.max() <= g.meta["max_clique"]
+    clique = np.repeat(np.arange(sizes.size), sizes)
+    n_inter = inter * n if sizes.size > 1 else 0
+    assert g.n_edges == int((sizes * (sizes - 1) // 2).sum()) + n_inter == len(s)
+    assert not np.any(s == d) and s.max(initial=0) < n and d.max(initial=0) < n
+    same = clique[s] == clique[d]
+    assert same.sum() == int((sizes * (sizes - 1) // 2).sum())       # the cliques are complete...
+    pairs = {(int(a), int(b)) for a, b in zip(s[same], d[same])}
+    assert len(pairs) == same.sum()                                    # ... without repeats
+    assert (~same).sum() == n_inter
+    if n_inter:
+        assert np.array_equal(np.bincount(s[~same], minlength=n), np.full(n, inter))
+        dist = np.abs(clique[s[~same]] - clique[d[~same]])
+        dist = np.minimum(dist, sizes.size - dist)
+        assert np.all((dist & (dist - 1)) == 0)                        # distances are powers of two
+        assert np.mean(dist == 1) > 0.4
+
+
+def test_ssca2_chunk_independence_across_blocks():
+    g = generate("ssca2", n=60_000, max_clique=8, seed=6)
+    src = g.sources[0]
+    eoff = src.params["block_eoff"]
+    assert eoff.size > 3
+    full = src.load(0, g.n_edges)
+    b = int(eoff[1])
+    assert_rows_equal(full, split_load(src, [0, 5, b - 1, b + 1, int(eoff[2]) + 3, g.n_edges]))
+    assert_rows_equal(full, generate("ssca2", n=60_000, max_clique=8, seed=6).to_arrays())
+
+
+@pytest.mark.parametrize("kind,params,word", [
+    ("random_geometric", dict(n=10, radius=0), "radius must be in"),
+    ("random_geometric", dict(n=10, radius=2.0), "radius must be in"),
+    ("random_geometric", dict(n=-1, radius=0.1), "n must be >= 0"),
+    ("random_geometric", dict(n=10, radius=1e-9), "too small"),
+    ("ssca2", dict(n=0), "n must be >= 1"),
+    ("ssca2", dict(n=10, max_clique=0), "max_clique must be >= 1"),
+    ("ssca2", dict(n=10, inter=-1), "inter must be >= 0"),
+])
+def test_new_families_bad_parameters(kind, params, word):
+    with pytest.raises(ValueError, match=word):
+        generate(kind, **params)
+
+
+def test_bench_suite_config_builds():
+    """configs/bench-suite.yaml: valid for the benchmark runner; every graph has the size it claims."""
+    import inspect
+    import os
+
+    from mst_dist.bench import load_config
+
+    path = os.path.join(os.path.dirname(__file__), "..", "configs", "bench-suite.yaml")
+    cfg = load_config(path)
+    sizes = {"circulant100m": 300_000_000, "conncaveman100": 49_950_000, "rmat22": 29_360_128,
+             "random5m": 30_000_000, "ssca2-5m": 30_004_331, "grid2500": 12_495_000,
+             "random1m-30m": 30_000_000}
+    for g in cfg["graphs"]:
+        params = dict(g["generate"])
+        kind = params.pop("kind")
+        if kind == "random_geometric":   # its edges are counted by a pass over 5M points: too slow here
+            inspect.signature(GENERATORS[kind]).bind(**params)
+            continue
+        assert generate(kind, **params).n_edges == sizes[g["name"]], g["name"]

@@ -1,0 +1,84 @@
+"""Live progress of a run on a terminal (rich), fed by the engine's ``progress=`` callback.
+
+The driver calls ``progress(event)`` with its ``phase`` records (``round``,
+``phase``, ``components``, ``edges``, ``elapsed``): the same records it
+publishes to the dashboard.  :class:`LiveProgress` shows the latest one as a
+status line, with the elapsed time ticking between events, and the rounds
+done so far.  It draws only on a terminal; ``mst-dist run`` turns it off when
+stdout is not one, and with ``--quiet``.
+"""
+from __future__ import annotations
+
+import threading
+import time
+
+__all__ = ["LiveProgress", "format_event"]
+
+
+def format_event(ev, elapsed=None):
+    """One line for a phase event: ``round 3  map  12,345 components  67,890 edges  2.1 s``."""
+    el = ev.get("elapsed", 0.0) if elapsed is None else elapsed
+    return (f"round {ev.get('round', 0)}  {ev.get('phase', '?'):<6} "
+            f"{ev.get('components', 0):>14,} components {ev.get('edges', 0):>16,} edges left  "
+            f"{el:8.1f} s")
+
+
+class LiveProgress:
+    """A rich ``Live`` status display; call it with phase events, use it as a context manager.
+
+    ``console``: a ``rich.console.Console`` (default: stdout).  The display is
+    transient: it disappears when the run ends, leaving the summary alone.
+    """
+
+    def __init__(self, console=None, refresh_per_second=4):
+        from rich.console import Console
+
+        self.console = console or Console()
+        self.refresh_per_second = refresh_per_second
+        self.event = None
+        self.events = []
+        self._t0 = time.perf_counter()
+        self._seen_at = self._t0
+        self._lock = threading.Lock()
+        self._live = None
+
+    # rich calls this on each refresh: the elapsed time moves between events
+    def __rich__(self):
+        from rich.spinner import Spinner
+        from rich.table import Table
+
+        with self._lock:
+            ev = self.event
+            since = time.perf_counter() - self._seen_at
+        grid = Table.grid(padding=(0, 1))
+        if ev is None:
+            grid.add_row(Spinner("dots"), "starting the cluster and loading the graph ...")
+            return grid
+        elapsed = ev.get("elapsed", 0.0) + since
+        grid.add_row(Spinner("dots"), f"[bold]round {ev.get('round', 0)}[/]",
+                     f"[cyan]{ev.get('phase', '?')}[/]",
+                     f"{ev.get('components', 0):,} components", f"{ev.get('edges', 0):,} edges left",
+                     f"[dim]{elapsed:.1f} s[/]")
+        return grid
+
+    def __call__(self, event):
+        with self._lock:
+            self.event = dict(event)
+            self.events.append(self.event)
+            self._seen_at = time.perf_counter()
+        if self._live is not None:
+            self._live.refresh()
+
+    def __enter__(self):
+        from rich.live import Live
+
+        self._live = Live(self, console=self.console, refresh_per_second=self.refresh_per_second,
+                          transient=True)
+        self._live.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        live, self._live = self._live, None
+        if live is not None:
+            live.__exit__(*exc)
+        return False
