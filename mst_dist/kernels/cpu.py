@@ -566,6 +566,7 @@ def compose_labels(maps, n_vertices):
 @njit(parallel=True, nogil=True, cache=True)
 def _concat(chunks_u, chunks_v, chunks_k, chunks_e, offs, u, v, k, e):
     for c in prange(offs.shape[0]):
+        c = np.intp(c)
         o = offs[c]
         cu = chunks_u[c]
         cv = chunks_v[c]
@@ -1063,6 +1064,7 @@ def concat_chunks(chunks, n_vertices):
 def _count_nonloops(srcs, dsts, nc):
     out = np.zeros(nc, np.int64)
     for c in prange(nc):
+        c = np.intp(c)  # prange's index is unsigned; typed lists want intp
         s = srcs[c]
         d = dsts[c]
         a = 0
@@ -1076,6 +1078,7 @@ def _count_nonloops(srcs, dsts, nc):
 @njit(parallel=True, nogil=True, cache=True)
 def _concat_prepare(srcs, dsts, keys, offsets, outpos, u, v, k, e):
     for c in prange(offsets.shape[0]):
+        c = np.intp(c)  # prange's index is unsigned; typed lists want intp
         s = srcs[c]
         d = dsts[c]
         kk = keys[c]
