@@ -420,6 +420,63 @@ def merge_candidates(parts):
 
 
 @njit(parallel=True, nogil=True, cache=True)
+def _jump_and_number(parent, has, n_comp, fin_off, finish, M, B):
+    """Pointer-jump ``parent`` to its roots, then number them (roles: contract, filter-nodes).
+
+    Live roots get ``0..n_next-1`` in id order; with ``finish``, roots without
+    a candidate (``has`` false) are finished: ``-(F + 1)``, ``F`` from
+    ``fin_off`` on.  Every component then takes its root's number in ``M``.
+    Returns ``(n_next, n_finished)``.
+    """
+    while True:  # in place: later reads see earlier jumps
+        changed = 0
+        for c in prange(n_comp):
+            p = parent[c]
+            pp = parent[p]
+            if pp != p:
+                parent[c] = parent[pp]
+                changed += 1
+        if changed == 0:
+            break
+    nl = np.zeros(B + 1, np.int64)
+    nf = np.zeros(B + 1, np.int64)
+    for b in prange(B):  # blocked scan
+        lo = (n_comp * b) // B
+        hi = (n_comp * (b + 1)) // B
+        a = 0
+        f = 0
+        for c in range(lo, hi):
+            if parent[c] == c:
+                if has[c] or not finish:
+                    a += 1
+                else:
+                    f += 1
+        nl[b + 1] = a
+        nf[b + 1] = f
+    for b in range(B):
+        nl[b + 1] += nl[b]
+        nf[b + 1] += nf[b]
+    for b in prange(B):
+        lo = (n_comp * b) // B
+        hi = (n_comp * (b + 1)) // B
+        a = nl[b]
+        f = nf[b] + fin_off
+        for c in range(lo, hi):
+            if parent[c] == c:
+                if has[c] or not finish:
+                    M[c] = a
+                    a += 1
+                else:
+                    M[c] = -(f + 1)
+                    f += 1
+    for c in prange(n_comp):
+        p = parent[c]
+        if p != c:
+            M[c] = M[p]
+    return nl[B], nf[B]
+
+
+@njit(parallel=True, nogil=True, cache=True)
 def _contract(comp, key, eid, other, n_comp, fin_off, finish, parent, M, has, nthr):
     k = comp.shape[0]
     for c in prange(n_comp):
@@ -446,55 +503,9 @@ def _contract(comp, key, eid, other, n_comp, fin_off, finish, parent, M, has, nt
         if not mark[i]:
             chosen[j] = eid[i]
             j += 1
-    # pointer jumping to a fixed point (in place: later reads see earlier jumps)
-    while True:
-        changed = 0
-        for c in prange(n_comp):
-            p = parent[c]
-            pp = parent[p]
-            if pp != p:
-                parent[c] = parent[pp]
-                changed += 1
-        if changed == 0:
-            break
-    # number live roots and finished components in id order (blocked scan)
-    T = min(nthr * 4, n_comp // 65536 + 1)
-    nl = np.zeros(T + 1, np.int64)
-    nf = np.zeros(T + 1, np.int64)
-    for t in prange(T):
-        lo = (n_comp * t) // T
-        hi = (n_comp * (t + 1)) // T
-        a = 0
-        b = 0
-        for c in range(lo, hi):
-            if parent[c] == c:
-                if has[c] or not finish:
-                    a += 1
-                else:
-                    b += 1
-        nl[t + 1] = a
-        nf[t + 1] = b
-    for t in range(T):
-        nl[t + 1] += nl[t]
-        nf[t + 1] += nf[t]
-    for t in prange(T):
-        lo = (n_comp * t) // T
-        hi = (n_comp * (t + 1)) // T
-        a = nl[t]
-        b = nf[t] + fin_off
-        for c in range(lo, hi):
-            if parent[c] == c:
-                if has[c] or not finish:
-                    M[c] = a
-                    a += 1
-                else:
-                    M[c] = -(b + 1)
-                    b += 1
-    for c in prange(n_comp):
-        p = parent[c]
-        if p != c:
-            M[c] = M[p]
-    return chosen, nl[T], nf[T]
+    B = min(nthr * 4, n_comp // 65536 + 1)
+    n_next, n_fin = _jump_and_number(parent, has, n_comp, fin_off, finish, M, B)
+    return chosen, n_next, n_fin
 
 
 def contract(comp, key, eid, other, n_comp, finished_offset, finish=True, work=None):
@@ -598,55 +609,6 @@ def _p_best(u, v, key, eid, seg, cnt, n_comp, bk, bp):
             if k < tk[b] or (k == tk[b] and (tp[b] < 0 or eid[i] < eid[tp[b]])):
                 tk[b] = k
                 tp[b] = i
-
-
-@njit(parallel=True, nogil=True, cache=True)
-def _p_reduce_extract(u, v, key, eid, bk, bp, n_comp):
-    T = bk.shape[0]
-    B = min(T * 4, n_comp // 65536 + 1)
-    cnt = np.zeros(B + 1, np.int64)
-    for b in prange(B):
-        lo = (n_comp * b) // B
-        hi = (n_comp * (b + 1)) // B
-        a = 0
-        for c in range(lo, hi):
-            best_k = bk[0, c]
-            best_p = bp[0, c]
-            for t in range(1, T):
-                p = bp[t, c]
-                if p >= 0:
-                    kk = bk[t, c]
-                    if best_p < 0 or kk < best_k or (kk == best_k and eid[p] < eid[best_p]):
-                        best_k = kk
-                        best_p = p
-            bk[0, c] = best_k
-            bp[0, c] = best_p
-            if best_p >= 0:
-                a += 1
-        cnt[b + 1] = a
-    for b in range(B):
-        cnt[b + 1] += cnt[b]
-    k = cnt[B]
-    comp = np.empty(k, np.int64)
-    ck = np.empty(k, np.uint64)
-    ce = np.empty(k, np.int64)
-    co = np.empty(k, np.int64)
-    for b in prange(B):
-        lo = (n_comp * b) // B
-        hi = (n_comp * (b + 1)) // B
-        j = cnt[b]
-        for c in range(lo, hi):
-            p = bp[0, c]
-            if p >= 0:
-                comp[j] = c
-                ck[j] = bk[0, c]
-                ce[j] = eid[p]
-                o = u[p]
-                if o == c:
-                    o = v[p]
-                co[j] = o
-                j += 1
-    return comp, ck, ce, co
 
 
 @njit(parallel=True, nogil=True, cache=True)
@@ -774,8 +736,8 @@ def _p_dedupe(u, v, key, eid, seg, cnt):
 def _p_reduce_contract(u, v, key, eid, bk, bp, n_comp, fin_off, finish, parent, has, M):
     """Merge the threads' best edges and contract on dense arrays (roles: merge, contract, filter-nodes).
 
-    The dense twin of ``_p_reduce_extract`` followed by :func:`contract`
-    (same result), without building the sparse candidate set.  Returns
+    The dense twin of :func:`merge_candidates` followed by :func:`contract`
+    (same result), without building a sparse candidate set.  Returns
     ``(chosen_eids, n_next, n_finished)``.
     """
     T = bk.shape[0]
@@ -827,52 +789,8 @@ def _p_reduce_contract(u, v, key, eid, bk, bp, n_comp, fin_off, finish, parent, 
             if has[c] and parent[c] != c:
                 chosen[j] = eid[bp[0, c]]
                 j += 1
-    while True:
-        changed = 0
-        for c in prange(n_comp):
-            p = parent[c]
-            pp = parent[p]
-            if pp != p:
-                parent[c] = parent[pp]
-                changed += 1
-        if changed == 0:
-            break
-    nl = np.zeros(B + 1, np.int64)
-    nf = np.zeros(B + 1, np.int64)
-    for b in prange(B):
-        lo = (n_comp * b) // B
-        hi = (n_comp * (b + 1)) // B
-        a = 0
-        f = 0
-        for c in range(lo, hi):
-            if parent[c] == c:
-                if has[c] or not finish:
-                    a += 1
-                else:
-                    f += 1
-        nl[b + 1] = a
-        nf[b + 1] = f
-    for b in range(B):
-        nl[b + 1] += nl[b]
-        nf[b + 1] += nf[b]
-    for b in prange(B):
-        lo = (n_comp * b) // B
-        hi = (n_comp * (b + 1)) // B
-        a = nl[b]
-        f = nf[b] + fin_off
-        for c in range(lo, hi):
-            if parent[c] == c:
-                if has[c] or not finish:
-                    M[c] = a
-                    a += 1
-                else:
-                    M[c] = -(f + 1)
-                    f += 1
-    for c in prange(n_comp):
-        p = parent[c]
-        if p != c:
-            M[c] = M[p]
-    return chosen, nl[B], nf[B]
+    n_next, n_fin = _jump_and_number(parent, has, n_comp, fin_off, finish, M, B)
+    return chosen, n_next, n_fin
 
 
 class _Segments:
