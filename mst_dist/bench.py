@@ -521,6 +521,15 @@ def _cpu_seconds():
     return t.user + t.system
 
 
+def _peak_rss():
+    try:
+        import resource
+
+        return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024  # KiB on Linux
+    except Exception:  # pragma: no cover - not Unix
+        return None
+
+
 def _rss():
     try:
         import psutil
@@ -643,6 +652,7 @@ def run_bench(config, out_dir, *, repeat=None, only=None, methods=None, log=None
 
     def write():
         report["machine"]["loadavg_end"] = _loadavg()
+        report["machine"]["peak_rss_bytes"] = _peak_rss()
         summary = summarise(report)
         report["summary"] = summary
         md = format_report(report)

@@ -490,7 +490,10 @@ class Driver:
         dt = np.dtype(g.weight_dtype)
         if g.in_memory and len(g.sources) == 1:
             s = g.sources[0]
-            return (np.asarray(s.src)[edge_ids], np.asarray(s.dst)[edge_ids], np.asarray(s.weight)[edge_ids])
+            src, dst, w = np.asarray(s.src), np.asarray(s.dst), np.asarray(s.weight)
+            if src.dtype.kind in "iu" and dst.dtype.kind in "iu" and w.dtype.kind in "iuf" and w.dtype != np.float16:
+                return cpu.take_rows(src, dst, w, edge_ids)
+            return src[edge_ids], dst[edge_ids], w[edge_ids]
         parts = self.client.gather([self.client.submit(_rows, r, off, ids_f, key=self._key("rows", 0, i))
                                     for i, (r, off) in enumerate(zip(raws, offsets))])
         if not parts:

@@ -118,3 +118,22 @@ def test_alloc_soa_skewed_and_disjoint():
     assert len({s % 4096 for s in starts}) == 4  # not aliased modulo the page size
     for a, b in zip(arrs, arrs[1:]):
         assert a.__array_interface__["data"][0] + a.nbytes <= b.__array_interface__["data"][0]
+
+
+def test_parallel_canonical_labels_and_take_rows():
+    rng = np.random.default_rng(8)
+    for _ in range(10):
+        n = int(rng.integers(70_000, 200_000))
+        F = int(rng.integers(1, n // 4))
+        final = -(rng.integers(0, F, n) + 1)
+        a, ca = cpu._canonical(final, F)
+        b, cb = cpu._canonical_p(final, F, 2)
+        np.testing.assert_array_equal(a, b)
+        assert ca == cb
+        lab, nc = ref.compose_labels([final], n)
+        np.testing.assert_array_equal(lab, b)
+    s, d, w = rng.integers(0, 9, 1000), rng.integers(0, 9, 1000).astype(np.int32), rng.random(1000)
+    ids = np.sort(rng.choice(1000, 300, replace=False))
+    for x, y in zip(cpu.take_rows(s, d, w, ids), (s[ids], d[ids], w[ids])):
+        np.testing.assert_array_equal(x, y)
+        assert x.dtype == y.dtype
