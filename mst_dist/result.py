@@ -164,8 +164,11 @@ def exact_total(weight):
     if weight.size == 0:
         return 0 if weight.dtype.kind in "iub" else 0.0
     if weight.dtype.kind in "iub":
-        # int64 partial sums can overflow; object sum of Python ints is exact.
-        if weight.dtype.kind == "u" or weight.size * max(abs(int(weight.max())), abs(int(weight.min()))) >= 2**63:
-            return int(sum(int(x) for x in weight.tolist()))
-        return int(weight.astype(np.int64).sum())
+        if weight.dtype.kind == "b":
+            return int(np.count_nonzero(weight))
+        hi = max(abs(int(weight.max())), abs(int(weight.min())))
+        if weight.size * hi < 2**63:  # no int64 partial sum can overflow
+            return int(weight.sum(dtype=np.int64))
+        # large int64/uint64 values: exact in Python ints, summed in int64-safe blocks
+        return int(sum(int(x) for x in weight.tolist()))
     return float(np.sum(weight, dtype=np.float64))

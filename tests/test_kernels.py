@@ -127,7 +127,7 @@ def test_parallel_canonical_labels_and_take_rows():
         F = int(rng.integers(1, n // 4))
         final = -(rng.integers(0, F, n) + 1)
         a, ca = cpu._canonical(final, F)
-        b, cb = cpu._canonical_p(final, F, 2)
+        b, cb = cpu._canonical_p(final, F, 2, np.empty(n, np.int64))
         np.testing.assert_array_equal(a, b)
         assert ca == cb
         lab, nc = ref.compose_labels([final], n)

@@ -630,7 +630,7 @@ def _canonical(final, n_fin):
 
 
 @njit(parallel=True, nogil=True, cache=True)
-def _canonical_p(final, n_fin, T):
+def _canonical_p(final, n_fin, T, out):
     """Number final components by their smallest vertex, in parallel (see ``_canonical``)."""
     n = final.shape[0]
     firsts = np.full((T, n_fin), n, np.int64)
@@ -670,25 +670,27 @@ def _canonical_p(final, n_fin, T):
             if first[f] == v:
                 lab[f] = a
                 a += 1
-    out = np.empty(n, np.int64)
     for v in prange(n):
         out[v] = lab[-final[v] - 1]
     return out, cnt[T]
 
 
-@njit(parallel=True, nogil=True, cache=True)
 def take_rows(src, dst, w, ids):
     """``(src[ids], dst[ids], w[ids])`` with parallel gathers."""
     k = ids.shape[0]
-    a = np.empty(k, src.dtype)
-    b = np.empty(k, dst.dtype)
-    c = np.empty(k, w.dtype)
+    a, b, c = empty(k, src.dtype), empty(k, dst.dtype), empty(k, w.dtype)
+    _take_rows(src, dst, w, ids, a, b, c)
+    return a, b, c
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def _take_rows(src, dst, w, ids, a, b, c):
+    k = ids.shape[0]
     for i in prange(k):
         j = ids[i]
         a[i] = src[j]
         b[i] = dst[j]
         c[i] = w[j]
-    return a, b, c
 
 
 def compose_labels(maps, n_vertices):
@@ -700,13 +702,13 @@ def compose_labels(maps, n_vertices):
         if final is None:
             final = M
             continue
-        out = np.empty(M.shape[0], np.int64)
+        out = empty(M.shape[0], np.int64)
         _compose_step(M, final, out)
         final = out
     n_fin = int(-final.min()) if final.size else 0
     T = max(1, min(_nthreads(), n_vertices // 65536))
     if T > 1 and n_fin <= n_vertices // 4:
-        labels, cnt = _canonical_p(final, n_fin, T)
+        labels, cnt = _canonical_p(final, n_fin, T, empty(n_vertices, np.int64))
     else:
         labels, cnt = _canonical(final, n_fin)
     return labels, int(cnt)
@@ -1198,6 +1200,32 @@ def _mark(ids, base, mask):
         mask[ids[i] - base] = True
 
 
+@njit(parallel=True, nogil=True, cache=True)
+def _zero(mask):
+    for i in prange(mask.shape[0]):
+        mask[i] = False
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def _collect(mask, base, out, B):
+    n = mask.shape[0]
+    cnt = np.zeros(B + 1, np.int64)
+    for b in prange(B):
+        a = 0
+        for i in range((n * b) // B, (n * (b + 1)) // B):
+            if mask[i]:
+                a += 1
+        cnt[b + 1] = a
+    for b in range(B):
+        cnt[b + 1] += cnt[b]
+    for b in prange(B):
+        j = cnt[b]
+        for i in range((n * b) // B, (n * (b + 1)) // B):
+            if mask[i]:
+                out[j] = base + i
+                j += 1
+
+
 def sorted_ids(parts):
     """Concatenate and sort edge-id arrays (ids are unique); a bitmap when they are dense."""
     parts = [p for p in parts if p.shape[0]]
@@ -1207,12 +1235,13 @@ def sorted_ids(parts):
     lo = min(int(p.min()) for p in parts)
     hi = max(int(p.max()) for p in parts)
     if hi - lo + 1 <= 64 * k:
-        mask = np.zeros(hi - lo + 1, np.bool_)
+        mask = empty(hi - lo + 1, np.bool_)
+        _zero(mask)
         for p in parts:
             _mark(p, np.int64(lo), mask)
-        out = np.flatnonzero(mask)
-        out += lo
-        return out.astype(np.int64, copy=False)
+        out = empty(k, np.int64)
+        _collect(mask, np.int64(lo), out, max(1, min(_nthreads() * 4, mask.shape[0] // 65536 + 1)))
+        return out
     ids = np.concatenate(parts)
     ids.sort()
     return ids
