@@ -183,6 +183,17 @@ def build_parser():
                     "cluster.kind is slurm or pbs (nothing is submitted).",
     )
     j.add_argument("config", metavar="CONFIG", help="run config (YAML) with cluster.kind slurm or pbs")
+
+    from .bench import build_parser as _bench_parser
+
+    b = sub.add_parser(
+        "bench",
+        help="benchmark the engine against scipy and rustworkx",
+        description="Run a benchmark config (configs/bench-cpu.yaml): the engine on its embedded "
+                    "default, its kernels without Dask, scipy and rustworkx, side by side in this "
+                    "process; writes bench.json and bench.md.",
+    )
+    _bench_parser(b)
     return p
 
 
@@ -589,6 +600,16 @@ def main(argv=None):
         return 2
     if args.command == "job-script":
         args.quiet, args.verbose = True, False
+    if args.command == "bench":
+        from .bench import cli as bench_cli
+
+        forwarded = [args.config, "--out", args.out]
+        for flag, value in (("--repeat", args.repeat), ("--only", args.only), ("--methods", args.methods)):
+            if value is not None:
+                forwarded += [flag, str(value)]
+        if args.no_strict:
+            forwarded.append("--no-strict")
+        return bench_cli(forwarded)
     from rich.console import Console
 
     console = Console(stderr=True)
