@@ -325,8 +325,8 @@ def _kernels_once(ctx):
     del u, v, k, e
     t2 = time.perf_counter()
     labels, n_comp = cpu.compose_labels([M], n)
-    ids = np.sort(chosen)
-    rs, rd, rw = src[ids], dst[ids], w[ids]
+    ids = cpu.sorted_ids([chosen])  # the same finishing helpers as the engine's
+    rs, rd, rw = cpu.take_rows(src, dst, w, ids)
     total = exact_total(rw)
     t3 = time.perf_counter()
     out = {"times": {"total": t3 - t0, "prepare": t1 - t0, "solve": t2 - t1, "finish": t3 - t2},
