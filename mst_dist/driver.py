@@ -207,7 +207,13 @@ class Driver:
         info = client.scheduler_info(n_workers=-1) if _accepts_n_workers(client) else client.scheduler_info()
         workers = info.get("workers", {})
         if not workers:
-            raise RuntimeError("the Dask cluster has no workers")
+            # a cluster that has just started may not have listed its workers yet
+            try:
+                client.wait_for_workers(1, timeout=60)
+            except Exception as e:  # distributed raises TimeoutError
+                raise RuntimeError("the Dask cluster has no workers (waited 60 s)") from e
+            info = client.scheduler_info(n_workers=-1) if _accepts_n_workers(client) else client.scheduler_info()
+            workers = info.get("workers", {})
         self.workers = sorted(workers)
         self.n_workers = len(workers)
         self.threads = sum(w.get("nthreads", 1) for w in workers.values())
