@@ -168,7 +168,7 @@ def write_plot(result, path, title="run"):
                            "not installed (apt-get install chromium); or write an .html plot")
 
     def write(tmp):
-        with tempfile.TemporaryDirectory(prefix="mst-plot-") as d:
+        with tempfile.TemporaryDirectory(prefix="mst-plot-", ignore_cleanup_errors=True) as d:
             page = os.path.join(d, "plot.html")
             _html(result, title, page)
             shot = os.path.join(d, "plot.png")

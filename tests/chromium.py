@@ -40,7 +40,7 @@ class Chromium:
             raise FileNotFoundError("chromium is not installed (apt-get install chromium)")
 
     def __enter__(self):
-        self._dir = tempfile.TemporaryDirectory(prefix="mst-chromium-")
+        self._dir = tempfile.TemporaryDirectory(prefix="mst-chromium-", ignore_cleanup_errors=True)
         self.proc = subprocess.Popen([self.path, *FLAGS, f"--user-data-dir={self._dir.name}", "about:blank"],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         port_file = os.path.join(self._dir.name, "DevToolsActivePort")
