@@ -111,16 +111,13 @@ def _local(chunks, rmap, n_comp, prev, n_vertices, light_factor, min_degree, raw
     t1 = time.perf_counter()
     m_in = int(u.shape[0])
     fin_off = 0 if prev is None else prev["finished_total"]
-    if rmap is not None:
-        T = max(1, cpu._nthreads())
-        S = cpu._Segments(u, v, k, e, T)
-        cpu._p_relabel(S.u, S.v, S.key, S.eid, S.seg, S.cnt, rmap[0])
-        u, v, k, e = _compact_segments(S)
     t2 = time.perf_counter()
     trace = []
+    # the last distributed round's filter-edges runs inside the solve, in place
     M, chosen, n_fin = cpu.solve_local(u, v, k, e, n_comp, fin_off, light_factor=light_factor,
-                                       min_degree=min_degree, trace=trace)
-    stats = {"prepare": t1 - t0, "filter-edges": t2 - t1, "edges_in": m_in, "trace": trace,
+                                       min_degree=min_degree, trace=trace,
+                                       relabel=None if rmap is None else rmap[0])
+    stats = {"prepare": t1 - t0, "filter-edges": 0.0, "edges_in": m_in, "trace": trace,
              "finished_total": fin_off + n_fin, "forest_edges": int(chosen.shape[0]),
              "solve": time.perf_counter() - t2}
     return (M, 0), chosen, stats
@@ -151,11 +148,6 @@ def _compose_forward(*maps):
 
 def _len(chunk):
     return int(chunk[0].shape[0])
-
-
-def _compact_segments(S):
-    parts = [(S.u[s:s + c], S.v[s:s + c], S.key[s:s + c], S.eid[s:s + c]) for s, c in zip(S.seg, S.cnt)]
-    return cpu.concat_chunks(parts, np.iinfo(S.u.dtype).max)
 
 
 def _labels(n_vertices, *maps):

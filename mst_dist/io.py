@@ -423,32 +423,18 @@ def _write_mtx(graph, tmp, chunks, opts):
 
 
 def _write_npz_graph(graph, tmp, chunks, opts):
+    """The three columns as .npy files (memory-mapped, filled chunk by chunk), zipped uncompressed."""
+    import shutil
     import zipfile
 
-    m = graph.n_edges
-    wdt = np.dtype(graph.weight_dtype)
     d = tmp + ".cols"
     os.mkdir(d)
     try:
-        arrs = {k: np.lib.format.open_memmap(os.path.join(d, k + ".npy"), mode="w+", dtype=dt,
-                                             shape=(m,))
-                for k, dt in (("src", np.int64), ("dst", np.int64), ("weight", wdt))}
-        at = 0
-        for s, dd, w in chunks:
-            k = len(s)
-            arrs["src"][at:at + k] = s
-            arrs["dst"][at:at + k] = dd
-            arrs["weight"][at:at + k] = w
-            at += k
-        for a in arrs.values():
-            a.flush()
-        del arrs
+        _write_npy_dir(graph, d, chunks, opts)
         with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
             for k in ("src", "dst", "weight"):
                 zf.write(os.path.join(d, k + ".npy"), arcname=k + ".npy")
     finally:
-        import shutil
-
         shutil.rmtree(d, ignore_errors=True)
 
 

@@ -991,7 +991,7 @@ def _sample_threshold(S, n_light, rng):
 
 
 def solve_local(u, v, key, eid, n_comp, finished_offset=0, *, light_factor=1.5,
-                min_degree=3.0, dedupe=0.0, seed=0, trace=None):
+                min_degree=3.0, dedupe=0.0, seed=0, trace=None, relabel=None):
     """The whole MSF of one edge set in this process (roles: all five, in a loop).
 
     ``u, v`` are component ids in ``[0, n_comp)``; the arrays are consumed
@@ -1009,6 +1009,10 @@ def solve_local(u, v, key, eid, n_comp, finished_offset=0, *, light_factor=1.5,
     edges per component, parallel edges are cut to the lightest of each pair
     (within each thread's segment).
 
+    ``relabel``: an id map to apply to ``u, v`` first (with self-loops
+    dropped), in place: the filter-edges of a distributed round before it.
+    The input ids are then those of the map's *values*.
+
     ``trace``, if a list, receives one dict per round.
     """
     import time
@@ -1016,6 +1020,15 @@ def solve_local(u, v, key, eid, n_comp, finished_offset=0, *, light_factor=1.5,
     T = max(1, _nthreads())
     rng = np.random.default_rng(seed)
     S = _Segments(u, v, key, eid, T)
+    if relabel is not None:
+        t0 = time.perf_counter()
+        m_before = S.m
+        _p_relabel(S.u, S.v, S.key, S.eid, S.seg, S.cnt, relabel)
+        if trace is not None:
+            trace.append(dict(round=0, components_before=int(relabel.shape[0]),
+                              components_after=int(n_comp), edges_before=m_before, edges_after=S.m,
+                              forest_edges=0, finished=0, light=False, filter_pass=True,
+                              phase_seconds={"filter-edges": time.perf_counter() - t0}))
     # scratch reused by every round (fresh allocations would page-fault each round)
     n0 = max(1, int(n_comp))
     bk_buf = empty(T * n0, np.uint64)
