@@ -65,7 +65,7 @@ __all__ = ["METHODS", "DEFAULT_TARGETS", "BenchMismatch", "load_config", "valida
            "run_bench", "format_report", "main", "cli"]
 
 #: Methods in the order they run on each graph.
-METHODS = ("engine", "engine-distributed", "kernels-loop", "scipy", "rustworkx")
+METHODS = ("engine", "engine-distributed", "kernels-loop", "kernels-loop-dedupe", "scipy", "rustworkx")
 
 #: The issue's targets (engine on the embedded default, min times).
 DEFAULT_TARGETS = {
@@ -312,7 +312,7 @@ def _summarise_stats(st):
     return d
 
 
-def _kernels_once(ctx):
+def _kernels_once(ctx, dedupe=0.0):
     from .kernels import cpu
     from .result import exact_total
 
@@ -321,7 +321,7 @@ def _kernels_once(ctx):
     t0 = time.perf_counter()
     u, v, k, e = cpu.prepare_many([(src, dst, w)], [0], n)
     t1 = time.perf_counter()
-    M, chosen, _ = cpu.solve_local(u, v, k, e, n, light_factor=lf, min_degree=md)
+    M, chosen, _ = cpu.solve_local(u, v, k, e, n, light_factor=lf, min_degree=md, dedupe=dedupe)
     del u, v, k, e
     t2 = time.perf_counter()
     labels, n_comp = cpu.compose_labels([M], n)
@@ -461,6 +461,9 @@ _ONCE = {
     "engine": lambda ctx: _engine_once(ctx),
     "engine-distributed": lambda ctx: _engine_once(ctx, local_finish=0),
     "kernels-loop": _kernels_once,
+    # the same, keeping only the lightest of parallel edges after each relabel
+    # (measures whether that filter-edges option pays; configs/bench-dedupe.yaml)
+    "kernels-loop-dedupe": lambda ctx: _kernels_once(ctx, dedupe=2.0),
     "scipy": _scipy_once,
 }
 
