@@ -87,10 +87,15 @@ def test_only_and_repeat_and_bad_config(tmp_path):
         bench.validate_config({**cfg, "repeats": 2})
 
 
+def test_dedupe_config_validates():
+    cfg = bench.load_config(os.path.join(ROOT, "configs", "bench-dedupe.yaml"))
+    assert cfg["methods"] == ["kernels-loop", "kernels-loop-dedupe"]
+
+
 @pytest.mark.parametrize("name", ["bench-cpu.yaml", "bench-small.yaml"])
 def test_shipped_configs_validate(name):
     cfg = bench.load_config(os.path.join(ROOT, "configs", name))
-    assert cfg["methods"] == list(bench.METHODS)
+    assert cfg["methods"] == ["engine", "engine-distributed", "kernels-loop", "scipy", "rustworkx"]
     assert len(cfg["graphs"]) == 5
     kinds = {g["generate"]["kind"] for g in cfg["graphs"]}
     assert kinds == {"erdos_renyi", "circulant", "grid", "caveman", "rmat"}
