@@ -9,6 +9,7 @@
 from .graph import Graph, InvalidGraphError
 from .result import MSFResult, RoundStats, RunStats, PHASES
 from .api import minimum_spanning_forest
+from .kernels.gpu import GPUUnavailableError
 from .generators import generate, GENERATORS
 
 __version__ = "0.1.0"
@@ -45,6 +46,7 @@ __all__ = [
     "RunStats",
     "PHASES",
     "minimum_spanning_forest",
+    "GPUUnavailableError",
     "generate",
     "GENERATORS",
     "read",

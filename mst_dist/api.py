@@ -10,7 +10,7 @@ from .result import MSFResult
 
 logger = logging.getLogger("mst_dist")
 
-BACKENDS = ("cpu", "auto")
+BACKENDS = ("auto", "cpu", "gpu")
 
 
 def _conf(name, value, default):
@@ -22,7 +22,7 @@ def _conf(name, value, default):
 
 def minimum_spanning_forest(graph, client=None, *, partitions=None, backend="auto",
                             local_finish=None, split_every=None, light_factor=None,
-                            min_degree=None, progress=None) -> MSFResult:
+                            min_degree=None, progress=None, throughput=None) -> MSFResult:
     """Minimum spanning forest by distributed Borůvka.
 
     The forest is the unique one under the strict order ``(weight, edge id)``
@@ -40,9 +40,14 @@ def minimum_spanning_forest(graph, client=None, *, partitions=None, backend="aut
     partitions : int, optional
         Number of edge chunks (default: one per worker thread, at least one per
         16M edges).
-    backend : {"auto", "cpu"}
-        ``"cpu"``: Numba kernels.  ``"auto"`` picks the CPU kernels (GPU
-        workers are not supported by this version).
+    backend : {"auto", "cpu", "gpu"}
+        ``"cpu"``: the Numba kernels on every worker.  ``"gpu"``: the CuPy
+        kernels, with the edge chunks on the GPU workers (those advertising
+        ``resources={"GPU": 1}``); :class:`GPUUnavailableError` when there
+        are none, or, without ``client``, when this machine has no usable
+        CUDA GPU.  ``"auto"`` (default): CuPy on the GPU workers and Numba on
+        the others, chunks dealt out by each worker's measured throughput;
+        without GPU workers, the CPU kernels (logged).  Same edge ids for all.
     local_finish : "auto" or int, optional
         Once at most this many edges are left, one task finishes the forest on
         one worker with the parallel solver.  ``"auto"``: on a one-worker
@@ -58,6 +63,11 @@ def minimum_spanning_forest(graph, client=None, *, partitions=None, backend="aut
     progress : callable, optional
         Called with a dict (``round``, ``phase``, ``components``, ``edges``,
         ``elapsed``) as the run goes.
+    throughput : dict, optional
+        On a cluster of CPU and GPU workers, the relative edges/second of one
+        worker of each kind (``{"gpu": 40, "cpu": 1}``) to deal out chunks
+        by; default: the ``mst.placement.throughput`` setting, else measured
+        once per worker by a short calibration task.
 
     Returns
     -------
@@ -81,9 +91,6 @@ def minimum_spanning_forest(graph, client=None, *, partitions=None, backend="aut
         raise TypeError(f"graph must be a mst_dist.Graph, got {type(graph).__name__}; "
                         "use Graph.from_arrays(src, dst, weight)")
     if backend not in BACKENDS:
-        if backend == "gpu":
-            raise ValueError("backend='gpu' needs GPU workers, which this version of mst-dist "
-                             "does not support yet; use backend='cpu'")
         raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
     opts = dict(
         partitions=_conf("partitions", partitions, None),
@@ -92,12 +99,26 @@ def minimum_spanning_forest(graph, client=None, *, partitions=None, backend="aut
         light_factor=_conf("filter.light-factor", light_factor, 1.5),
         min_degree=_conf("filter.min-degree", min_degree, 3.0),
         progress=progress,
+        backend=backend,
+        throughput=throughput,
     )
     if client is not None:
         return _run_resilient(Driver, graph, client, opts)
     from .cluster import embedded
+    from .kernels.gpu import GPU_INSTALL_HINT, GPUUnavailableError, gpu_ready
 
-    with embedded() as c:
+    use_gpu = False
+    if backend != "cpu":
+        ok, reason = gpu_ready()
+        if ok:
+            use_gpu = True
+        elif backend == "gpu":
+            raise GPUUnavailableError(f"backend='gpu' needs a CUDA GPU and CuPy, and this machine "
+                                      f"cannot run them: {reason}. Install the GPU extra: "
+                                      f"{GPU_INSTALL_HINT}; or use backend='auto' or 'cpu'.")
+        else:
+            logger.info("no usable GPU here (%s): the CPU kernels run", reason)
+    with embedded(gpu=use_gpu) as c:
         return _run_resilient(Driver, graph, c, opts)
 
 

@@ -25,12 +25,14 @@ _UNSET = object()
 
 @contextlib.contextmanager
 def embedded(n_workers=None, threads_per_worker=None, processes=None,
-             dashboard_address=_UNSET, memory_limit="auto", **kwargs):
+             dashboard_address=_UNSET, memory_limit="auto", gpu=False, **kwargs):
     """An in-process Dask cluster and its client, closed on exit.
 
     Unset arguments come from the ``mst.cluster`` configuration: one worker
     with a thread per core by default, so every chunk lives in this process
-    and nothing is pickled or copied between tasks.
+    and nothing is pickled or copied between tasks.  With ``gpu``, the worker
+    advertises ``resources={"GPU": 1}`` and runs the GPU kernels on this
+    process's current CUDA device (edge arrays already there stay there).
     """
     from distributed import Client, LocalCluster
 
@@ -43,6 +45,8 @@ def embedded(n_workers=None, threads_per_worker=None, processes=None,
         dashboard_address = config.get("cluster.dashboard-address")
     if threads_per_worker is None:
         threads_per_worker = max(1, _cores() // max(1, n_workers))
+    if gpu:
+        kwargs.setdefault("resources", {"GPU": 1})
     cluster = LocalCluster(n_workers=n_workers, threads_per_worker=threads_per_worker,
                            processes=processes, dashboard_address=dashboard_address,
                            memory_limit=memory_limit, **kwargs)
@@ -54,8 +58,9 @@ def embedded(n_workers=None, threads_per_worker=None, processes=None,
 
                 register(client)  # the dashboard's MST page
             link = _dashboard_link(cluster, dashboard_address)
-            logger.info("embedded Dask cluster: %d worker(s) x %d thread(s)%s", n_workers,
-                        threads_per_worker, f", dashboard at {link}" if link else "")
+            logger.info("embedded Dask cluster: %d worker(s) x %d thread(s)%s%s", n_workers,
+                        threads_per_worker, " with a GPU" if gpu else "",
+                        f", dashboard at {link}" if link else "")
             yield client
         finally:
             client.close()

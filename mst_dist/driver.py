@@ -22,6 +22,7 @@ import itertools
 import logging
 import math
 import operator
+import threading
 import time
 import uuid
 
@@ -29,7 +30,8 @@ import numpy as np
 from distributed import wait
 
 from .graph import ArraySource, Graph, check_edges
-from .kernels import cpu
+from .kernels import cpu, gpu
+from .kernels.gpu import DeviceChunk, GPUUnavailableError
 from .result import MSFResult, RoundStats, RunStats, exact_total
 
 logger = logging.getLogger("mst_dist")
@@ -50,39 +52,126 @@ def _load(source, start, stop, offset, n_vertices, validate):
     return src, dst, w
 
 
-def _prepare(raw, offset, n_vertices):
-    return cpu.prepare_chunk(np.asarray(raw[0]), np.asarray(raw[1]), np.asarray(raw[2]), offset, n_vertices)
+# -- which kernels a task runs: decided on the worker that runs it ----------
+
+def _worker_resources():
+    try:
+        from distributed import get_worker
+
+        w = get_worker()
+    except (ImportError, ValueError):  # not inside a task
+        return {}
+    state = getattr(w, "state", None)
+    res = getattr(state, "total_resources", None)
+    if res is None:
+        res = getattr(w, "total_resources", None) or {}
+    return res
+
+
+def _gpu_xp(backend):
+    """The GPU kernels' array module if this task should run them, else ``None``.
+
+    GPU kernels run on a worker that advertises a ``GPU`` resource and can
+    run them (CuPy and a device, or the NumPy stand-in), unless the run's
+    backend is ``"cpu"``.  The choice is the worker's, not the driver's, so a
+    task that Dask moves to another kind of worker (a lost worker, work
+    stealing) still runs the right kernels: the result is the same either way.
+    """
+    if backend == "cpu" or not _worker_resources().get("GPU", 0):
+        return None
+    if not gpu.gpu_ready()[0]:
+        return None
+    return gpu.array_module()
+
+
+def _probe():
+    """Run on a GPU worker: can it run the GPU kernels? ``(ok, reason)``."""
+    return gpu.gpu_ready()
+
+
+def _host(a):
+    return gpu.to_host(a)
+
+
+def _as_cpu(chunk):
+    return chunk.to_cpu() if isinstance(chunk, DeviceChunk) else chunk
+
+
+def _prepare(raw, offset, n_vertices, backend="cpu"):
+    xp = _gpu_xp(backend)
+    if xp is not None:
+        return gpu.prepare_chunk(raw[0], raw[1], raw[2], offset, n_vertices, xp)
+    return cpu.prepare_chunk(_host(raw[0]), _host(raw[1]), _host(raw[2]), offset, n_vertices)
 
 
 def _nbytes(arrs):
     return int(sum(a.nbytes for a in arrs))
 
 
-def _map(chunk, rmap, n_comp):
+_DEVICE_MAPS = {}
+_DEVICE_MAPS_LOCK = threading.Lock()
+
+
+def _device_map(M, xp):
+    """A round map on the device: ``(array, bytes copied)``; copied once per worker, not per chunk."""
+    if xp is np:
+        return gpu.to_device(M, xp)
+    with _DEVICE_MAPS_LOCK:
+        hit = _DEVICE_MAPS.get(id(M))
+        if hit is not None and hit[0] is M:
+            return hit[1], 0
+    dev, nb = gpu.to_device(M, xp)
+    with _DEVICE_MAPS_LOCK:
+        if len(_DEVICE_MAPS) >= 4:
+            _DEVICE_MAPS.pop(next(iter(_DEVICE_MAPS)))
+        _DEVICE_MAPS[id(M)] = (M, dev)
+    return dev, nb
+
+
+def _map(chunk, rmap, n_comp, backend="cpu", packing="rank"):
     if n_comp is None:
         n_comp = rmap[1]
+    xp = _gpu_xp(backend)
     t0 = time.perf_counter()
-    m_in = chunk[0].shape[0]
-    if rmap is None:
-        cand = cpu.map_chunk(*chunk, n_comp)
-        new = chunk
+    h2d = d2h = 0
+    if xp is not None:
+        ch = gpu.ensure_device(chunk, packing, xp)
+        m_in = len(ch)
+        h2d = ch.h2d
+        if rmap is None:
+            cand, d2h = gpu.map_chunk(ch, n_comp)
+            new = ch.replace(ch.u, ch.v, ch.pk) if h2d else ch  # its upload reported once
+        else:
+            M, nb = _device_map(rmap[0], xp)
+            h2d += nb
+            new, cand, d2h = gpu.filter_map_chunk(ch, M, n_comp)
+        m_out = len(new)
     else:
-        new, cand = cpu.filter_map_chunk(*chunk, rmap[0], n_comp)
+        chunk = _as_cpu(chunk)
+        m_in = chunk[0].shape[0]
+        if rmap is None:
+            cand = cpu.map_chunk(*chunk, n_comp)
+            new = chunk
+        else:
+            new, cand = cpu.filter_map_chunk(*chunk, rmap[0], n_comp)
+        m_out = new[0].shape[0]
     dt = time.perf_counter() - t0
-    stats = {"edges_in": m_in, "edges": new[0].shape[0], "map": dt,
-             "cand_bytes": _nbytes(cand), "merge": 0.0}
+    stats = {"edges_in": m_in, "edges": m_out, "map": dt, "cand_bytes": _nbytes(cand), "merge": 0.0,
+             "h2d": h2d, "d2h": d2h, "gpu_edges_in": m_in if xp is not None else 0}
     return new, (cand, stats)
+
+
+_SUMMED = ("edges_in", "edges", "h2d", "d2h", "gpu_edges_in")
 
 
 def _merge(*parts):
     t0 = time.perf_counter()
     cand = cpu.merge_candidates([p[0] for p in parts])
     dt = time.perf_counter() - t0
-    st = {"edges_in": sum(p[1]["edges_in"] for p in parts),
-          "edges": sum(p[1]["edges"] for p in parts),
-          "map": max(p[1]["map"] for p in parts),
-          "cand_bytes": sum(p[1]["cand_bytes"] for p in parts) + _nbytes(cand),
-          "merge": max(p[1]["merge"] for p in parts) + dt}
+    st = {k: sum(p[1].get(k, 0) for p in parts) for k in _SUMMED}
+    st.update(map=max(p[1]["map"] for p in parts),
+              cand_bytes=sum(p[1]["cand_bytes"] for p in parts) + _nbytes(cand),
+              merge=max(p[1]["merge"] for p in parts) + dt)
     return cand, st
 
 
@@ -101,13 +190,18 @@ def _contract(merged, n_comp, prev, finish=True):
     return (M, n_next), chosen, stats
 
 
-def _local(chunks, rmap, n_comp, prev, n_vertices, light_factor, min_degree, raw_offsets=None):
+def _local(chunks, rmap, n_comp, prev, n_vertices, light_factor, min_degree, raw_offsets=None,
+           backend="cpu", packing="rank"):
     """Gather the edges left and finish on this worker with the parallel solver."""
+    xp = _gpu_xp(backend)
+    if xp is not None:
+        return _local_gpu(chunks, rmap, n_comp, prev, n_vertices, raw_offsets, packing, xp)
     t0 = time.perf_counter()
     if raw_offsets is not None:
-        u, v, k, e = cpu.prepare_many(chunks, raw_offsets, n_vertices)
+        raws = [tuple(_host(a) for a in r) for r in chunks]
+        u, v, k, e = cpu.prepare_many(raws, raw_offsets, n_vertices)
     else:
-        u, v, k, e = cpu.concat_chunks(chunks, n_vertices)
+        u, v, k, e = cpu.concat_chunks([_as_cpu(c) for c in chunks], n_vertices)
     t1 = time.perf_counter()
     m_in = int(u.shape[0])
     fin_off = 0 if prev is None else prev["finished_total"]
@@ -119,22 +213,53 @@ def _local(chunks, rmap, n_comp, prev, n_vertices, light_factor, min_degree, raw
                                        relabel=None if rmap is None else rmap[0])
     stats = {"prepare": t1 - t0, "filter-edges": 0.0, "edges_in": m_in, "trace": trace,
              "finished_total": fin_off + n_fin, "forest_edges": int(chosen.shape[0]),
-             "solve": time.perf_counter() - t2}
+             "solve": time.perf_counter() - t2, "h2d": 0, "d2h": 0, "kind": "cpu"}
+    return (M, 0), chosen, stats
+
+
+def _local_gpu(chunks, rmap, n_comp, prev, n_vertices, raw_offsets, packing, xp):
+    """The single-task solve on this worker's device (the chunks already there stay there)."""
+    t0 = time.perf_counter()
+    if raw_offsets is not None:
+        dev = [gpu.prepare_chunk(r[0], r[1], r[2], off, n_vertices, xp)
+               for r, off in zip(chunks, raw_offsets)]
+    else:
+        dev = [gpu.ensure_device(c, packing, xp) for c in chunks]
+    ch = gpu.concat(dev, xp)
+    h2d = sum(c.h2d for c in dev)
+    relabel = None
+    if rmap is not None:
+        relabel, nb = _device_map(rmap[0], xp)
+        h2d += nb
+    gpu.synchronize(xp)
+    t1 = time.perf_counter()
+    fin_off = 0 if prev is None else prev["finished_total"]
+    trace = []
+    M, chosen, n_fin = gpu.solve_local(ch, n_comp, fin_off, relabel=relabel, trace=trace)
+    stats = {"prepare": t1 - t0, "filter-edges": 0.0, "edges_in": len(ch), "trace": trace,
+             "finished_total": fin_off + n_fin, "forest_edges": int(chosen.shape[0]),
+             "solve": time.perf_counter() - t1, "h2d": h2d, "d2h": int(M.nbytes + chosen.nbytes),
+             "kind": "gpu"}
     return (M, 0), chosen, stats
 
 
 def _sample(chunk, rate, seed):
     """A uniform sample of a chunk's (key, eid) pairs (role: filter, for the light/heavy threshold)."""
-    m = chunk[0].shape[0]
+    m = _len(chunk)
     k = min(m, int(np.ceil(m * rate)))
     if k == 0:
         return np.zeros(0, np.uint64), np.zeros(0, np.int64)
     pos = np.random.default_rng(seed).choice(m, k, replace=False)
+    if isinstance(chunk, DeviceChunk):
+        return gpu.sample(chunk, pos)
     return chunk[2][pos], chunk[3][pos]
 
 
 def _split(chunk, rmap, tk, te):
     """Pending relabel, then the chunk's light edges (<= threshold) apart from its heavy ones."""
+    if isinstance(chunk, DeviceChunk):
+        M = None if rmap is None else _device_map(rmap[0], chunk.xp)[0]
+        return gpu.split_light(chunk, M, tk, te)
     return cpu.split_light(*chunk, None if rmap is None else rmap[0], tk, te)
 
 
@@ -147,7 +272,7 @@ def _compose_forward(*maps):
 
 
 def _len(chunk):
-    return int(chunk[0].shape[0])
+    return len(chunk) if isinstance(chunk, DeviceChunk) else int(chunk[0].shape[0])
 
 
 def _labels(n_vertices, *maps):
@@ -162,7 +287,47 @@ def _rows(raw, offset, edge_ids):
     lo = np.searchsorted(edge_ids, offset)
     hi = np.searchsorted(edge_ids, offset + raw[0].shape[0])
     loc = edge_ids[lo:hi] - offset
-    return np.asarray(raw[0])[loc], np.asarray(raw[1])[loc], np.asarray(raw[2])[loc]
+    return tuple(_take(a, loc) for a in raw[:3])
+
+
+def _take(a, idx):
+    """``a[idx]`` on the host, gathering on the device first when ``a`` lives there."""
+    if isinstance(a, np.ndarray):
+        return a[idx]
+    if hasattr(a, "__cuda_array_interface__"):
+        import cupy
+
+        return cupy.asnumpy(a[cupy.asarray(idx)])
+    return np.asarray(a)[idx]
+
+
+_THROUGHPUT = {}  # (worker address, kind) -> measured edges/second, kept for later runs
+
+
+def _calibrate(backend, m, want_gpu, seed=0):
+    """Edges/second of this worker's kernels on a random graph of ``m`` edges.
+
+    One round's work per chunk (prepare, map, filter-edges fused into the
+    next map), best of three runs (the first pays for any JIT compilation).
+    """
+    rng = np.random.default_rng(seed)
+    n = max(2, m // 8)
+    src = rng.integers(0, n, m)
+    dst = rng.integers(0, n, m)
+    w = rng.integers(0, 1 << 20, m).astype(np.int32)
+    M = (np.arange(n) // 2).astype(np.int64)
+    best = float("inf")
+    xp = _gpu_xp(backend) if want_gpu else None
+    bk = backend if xp is not None else "cpu"
+    for _ in range(3):
+        t0 = time.perf_counter()
+        ch = _prepare((src, dst, w), 0, n, bk)
+        new, _ = _map(ch, None, n, bk, "i32")
+        _map(new, (M, n // 2), n // 2, bk, "i32")
+        if xp is not None:
+            gpu.synchronize(xp)
+        best = min(best, time.perf_counter() - t0)
+    return m / max(best, 1e-9)
 
 
 def _transfer_log(dask_worker, since):
@@ -185,7 +350,8 @@ class Driver:
     """Runs one MSF computation on a client."""
 
     def __init__(self, graph: Graph, client, *, partitions=None, local_finish="auto",
-                 split_every=8, light_factor=1.5, min_degree=3.0, progress=None, publish=True):
+                 split_every=8, light_factor=1.5, min_degree=3.0, progress=None, publish=True,
+                 backend="auto", throughput=None):
         self.g = graph
         self.client = client
         self.split_every = max(2, int(split_every))
@@ -210,10 +376,26 @@ class Driver:
         self.n_workers = len(workers)
         self.threads = sum(w.get("nthreads", 1) for w in workers.values())
         self.min_memory = min((w.get("memory_limit") or 0) for w in workers.values()) or 2**34
+        self.backend = backend
+        self.packing = gpu.packing_for(graph.weight_dtype)
+        self.kinds = self._worker_kinds(workers, backend)
         m = graph.n_edges
-        if partitions is None:
+        chosen_partitions = partitions is not None and partitions != "auto"
+        if not chosen_partitions:
             partitions = max(self.threads, math.ceil(m / 16_000_000))
         self.partitions = max(1, min(int(partitions), max(1, m)))
+        self.throughput = None
+        kinds = set(self.kinds.values())
+        if backend == "gpu" and "cpu" in kinds:
+            # chunks only on the GPU workers; the CPU workers help with merges
+            self.throughput = {w: 1.0 for w, k in self.kinds.items() if k == "gpu"}
+        elif kinds == {"cpu", "gpu"}:
+            self.throughput = self._measure(throughput)
+            lo = min(self.throughput.values())
+            if not chosen_partitions:
+                # enough chunks that the slowest worker gets at least one
+                want = math.ceil(sum(self.throughput.values()) / lo) + self.n_workers
+                self.partitions = max(self.partitions, min(want, 64 * self.n_workers, max(1, m)))
         fits = self.min_memory // (4 * BYTES_PER_EDGE)
         if local_finish == "auto":
             if self.n_workers == 1:
@@ -233,6 +415,87 @@ class Driver:
         if self._sub is not None:
             k = f"{k}-s{self._sub}"
         return k if i is None else f"{k}-{i}"
+
+    def _worker_kinds(self, workers, backend):
+        """``{worker: "gpu" | "cpu"}``: the kernels each worker runs; raises for ``backend="gpu"`` without GPUs."""
+        kinds = {w: "cpu" for w in workers}
+        if backend == "cpu":
+            return kinds
+        gpu_w = sorted(w for w, i in workers.items() if ((i.get("resources") or {}).get("GPU", 0) or 0) > 0)
+        if not gpu_w:
+            if backend == "gpu":
+                raise GPUUnavailableError(
+                    f"backend='gpu' needs GPU workers, and none of the cluster's {len(workers)} "
+                    "worker(s) advertises resources={'GPU': 1}. Start GPU workers (cluster kind "
+                    "'local-cuda', or workers/gpu-worker.yaml), or use backend='auto' or 'cpu'. "
+                    f"A GPU worker needs CuPy: {gpu.GPU_INSTALL_HINT}")
+            logger.info("no GPU workers in the cluster: the CPU (Numba) kernels run on all %d worker(s)",
+                        len(workers))
+            return kinds
+        probe = self.client.run(_probe, workers=gpu_w)
+        bad = {w: r for w, (ok, r) in probe.items() if not ok}
+        if bad and backend == "gpu":
+            detail = "; ".join(f"{w}: {r}" for w, r in sorted(bad.items()))
+            raise GPUUnavailableError(
+                f"backend='gpu': {len(bad)} of {len(gpu_w)} GPU worker(s) cannot run the GPU kernels "
+                f"({detail}). Install the GPU extra there ({gpu.GPU_INSTALL_HINT}) or use backend='auto'.")
+        for w, r in sorted(bad.items()):
+            logger.warning("worker %s advertises a GPU but cannot run the GPU kernels (%s): "
+                           "it runs the CPU kernels", w, r)
+        for w, (ok, r) in probe.items():
+            if ok:
+                kinds[w] = "gpu"
+                logger.info("GPU worker %s: %s", w, r)
+        return kinds
+
+    def _measure(self, given):
+        """Relative edges/second of each worker: given per kind, or measured (cached per worker)."""
+        if given is None:
+            from . import config
+
+            given = config.get("placement.throughput", None, None)
+        if given:
+            try:
+                per_kind = {str(k).lower(): float(v) for k, v in dict(given).items()}
+            except (TypeError, ValueError) as e:
+                raise ValueError(f"placement throughput must map worker kinds to numbers, got {given!r}") from e
+            missing = {k for k in self.kinds.values()} - set(per_kind)
+            if missing or any(v <= 0 for v in per_kind.values()):
+                raise ValueError(f"placement throughput needs a positive number for each of "
+                                 f"{sorted(set(self.kinds.values()))}, got {given!r}")
+            return {w: per_kind[k] for w, k in self.kinds.items()}
+        from . import config
+
+        m = int(config.get("placement.calibration-edges", None, 1 << 20))
+        todo = [w for w in self.workers if (w, self.kinds[w]) not in _THROUGHPUT]
+        if todo:
+            futs = {w: self.client.submit(_calibrate, self.backend, m, self.kinds[w] == "gpu",
+                                          workers=[w], allow_other_workers=False, pure=False,
+                                          key=f"mst-calibrate-{self.token}-{i}")
+                    for i, w in enumerate(todo)}
+            for w, f in futs.items():
+                _THROUGHPUT[(w, self.kinds[w])] = f.result()
+        out = {w: _THROUGHPUT[(w, self.kinds[w])] for w in self.workers}
+        logger.info("measured throughput (edges/s): %s",
+                    ", ".join(f"{w} ({self.kinds[w]}) {t:,.0f}" for w, t in out.items()))
+        return out
+
+    def _place(self, ranges):
+        """Worker of each chunk (``None``: Dask decides): largest chunks first, to the worker
+        that would finish them soonest at its measured throughput."""
+        if not self.throughput:
+            return [None] * len(ranges)
+        load = {w: 0.0 for w in self.throughput}
+        out = [None] * len(ranges)
+        for i in sorted(range(len(ranges)), key=lambda i: -(ranges[i][2] - ranges[i][1])):
+            size = ranges[i][2] - ranges[i][1]
+            w = min(load, key=lambda w: ((load[w] + size) / self.throughput[w], w))
+            load[w] += size
+            out[i] = w
+        return out
+
+    def _pin(self, w):
+        return {} if w is None else {"workers": [w], "allow_other_workers": True}
 
     def _publish(self, event, **payload):
         """Send a small record to the scheduler's ``mst-dist`` event topic (dashboard, logs)."""
@@ -262,23 +525,30 @@ class Driver:
         n = g.n_vertices
         ranges = g.chunk_ranges(self.partitions)
         stats.partitions = len(ranges)
+        kinds = set(self.kinds.values()) if self.throughput is None else \
+            {self.kinds[w] for w in self.throughput}
+        stats.backend = kinds.pop() if len(kinds) == 1 else "mixed"
+        self.place = self._place(ranges)
         # 1. raw chunks on the workers
         raws, offsets = [], []
-        scatter_data, scatter_idx = [], []
+        scatter = {}  # worker (or None) -> ([data], [chunk index])
         for i, (si, a, b, off) in enumerate(ranges):
             s = g.sources[si]
             offsets.append(off)
             if isinstance(s, ArraySource):
-                scatter_data.append(s.load(a, b))
-                scatter_idx.append(i)
+                d = scatter.setdefault(self.place[i], ([], []))
+                d[0].append(s.load(a, b))
+                d[1].append(i)
                 raws.append(None)
             else:
                 raws.append(c.submit(_load, s, a, b, off, n, not g.validated,
-                                     key=self._key("load", 0, i), pure=False))
-        if scatter_data:
-            futs = c.scatter(scatter_data, hash=False)
-            for i, f in zip(scatter_idx, futs):
+                                     key=self._key("load", 0, i), pure=False, **self._pin(self.place[i])))
+        for w, (data, idx) in scatter.items():
+            futs = c.scatter(data, hash=False, **({} if w is None else {"workers": [w]}))
+            for i, f in zip(idx, futs):
                 raws[i] = f
+        if self.throughput:
+            stats.placement = self._placement_stats(ranges)
         self._emit(round=0, phase="load", components=n, edges=g.n_edges,
                    elapsed=time.perf_counter() - t_start)
         m_total = g.n_edges
@@ -342,7 +612,8 @@ class Driver:
                 edges_before=st["edges_in"], edges_after=st["edges"], forest_edges=st["forest_edges"],
                 phase_seconds=phase_seconds, wall_seconds=wall,
                 bytes_moved=st["cand_bytes"] + st["map_bytes"] * max(0, min(self.n_workers, len(chunks)) - 1),
-                tasks=pending["tasks"]))
+                tasks=pending["tasks"], h2d_bytes=int(st.get("h2d", 0)), d2h_bytes=int(st.get("d2h", 0)),
+                gpu_edges=int(st.get("gpu_edges_in", 0))))
             logger.debug("round %d: %s", rnd, st)
             self._publish("round", **stats.rounds[-1].to_dict())
             maps.append(pending["rmap"])
@@ -392,8 +663,17 @@ class Driver:
                          n_vertices=n, n_edges=m_total, stats=stats)
 
     def _prepare(self, raws, offsets):
-        return [self.client.submit(_prepare, r, off, self.g.n_vertices, key=self._key("prepare", 0, i))
+        return [self.client.submit(_prepare, r, off, self.g.n_vertices, self.backend,
+                                   key=self._key("prepare", 0, i), **self._pin(self.place[i]))
                 for i, (r, off) in enumerate(zip(raws, offsets))]
+
+    def _placement_stats(self, ranges):
+        out = {w: {"kind": self.kinds[w], "throughput": float(t), "chunks": 0, "edges": 0}
+               for w, t in self.throughput.items()}
+        for (si, a, b, off), w in zip(ranges, self.place):
+            out[w]["chunks"] += 1
+            out[w]["edges"] += b - a
+        return out
 
     def _light_split(self, chunks, n_comp, edges_left):
         """Split every chunk at a sampled threshold: about ``light_factor * n`` light edges."""
@@ -409,7 +689,7 @@ class Driver:
         order = np.lexsort((es, ks))
         tk, te = ks[order[q]], es[order[q]]
         logger.debug("light pass: threshold key %d eid %d", tk, te)
-        outs = [c.submit(_split, ch, None, tk, te, key=self._key("filter", 0, i))
+        outs = [c.submit(_split, ch, None, tk, te, key=self._key("filter", 0, i), **self._pin(self.place[i]))
                 for i, ch in enumerate(chunks)]
         light = [c.submit(operator.getitem, o, 0, key=self._key("light", 0, i)) for i, o in enumerate(outs)]
         heavy = [c.submit(operator.getitem, o, 1, key=self._key("heavy", 0, i)) for i, o in enumerate(outs)]
@@ -424,7 +704,10 @@ class Driver:
         """
         c = self.client
         self._sub = next(self._subs)
-        outs = [c.submit(_map, ch, rmap, n_comp, key=self._key("map", rnd, i)) for i, ch in enumerate(chunks)]
+        pins = self.place if len(self.place) == len(chunks) else [None] * len(chunks)
+        outs = [c.submit(_map, ch, rmap, n_comp, self.backend, self.packing, key=self._key("map", rnd, i),
+                         **self._pin(pins[i]))
+                for i, ch in enumerate(chunks)]
         edges = [c.submit(operator.getitem, o, 0, key=self._key("edges", rnd, i)) for i, o in enumerate(outs)]
         level = [c.submit(operator.getitem, o, 1, key=self._key("cand", rnd, i)) for i, o in enumerate(outs)]
         depth = 0
@@ -454,8 +737,14 @@ class Driver:
         if chunks is None:
             args = (raws, None, n_comp, prev, self.g.n_vertices, self.light_factor, self.min_degree, offsets)
         else:
-            args = (chunks, rmap, n_comp, prev, self.g.n_vertices, self.light_factor, self.min_degree)
-        out = c.submit(_local, *args, key=self._key("local", rnd), pure=False)
+            args = (chunks, rmap, n_comp, prev, self.g.n_vertices, self.light_factor, self.min_degree, None)
+        pin = {}
+        if self.backend != "cpu" and self.throughput:
+            # the single task goes to the fastest worker (a GPU one on a mixed cluster)
+            pin = {"workers": [max(self.throughput, key=lambda w: (self.throughput[w], w))],
+                   "allow_other_workers": True}
+        out = c.submit(_local, *args, self.backend, self.packing, key=self._key("local", rnd), pure=False,
+                       **pin)
         maps.append(c.submit(operator.getitem, out, 0, key=self._key("rmap", rnd)))
         chosen_f.append(c.submit(operator.getitem, out, 1, key=self._key("chosen", rnd)))
         st = c.submit(operator.getitem, out, 2, key=self._key("stats", rnd)).result()
@@ -481,7 +770,10 @@ class Driver:
                 edges_after=t["edges_after"], forest_edges=t["forest_edges"], phase_seconds=ps,
                 # the solve is one task: its overhead is charged to its first round
                 wall_seconds=sum(ps.values()) + ((wall - kernel - st["prepare"]) if j == 0 else 0.0),
-                bytes_moved=0, tasks=4 if j == 0 else 0))
+                bytes_moved=0, tasks=4 if j == 0 else 0,
+                h2d_bytes=int(st.get("h2d", 0)) if j == 0 else 0,
+                d2h_bytes=int(st.get("d2h", 0)) if j == 0 else 0,
+                gpu_edges=t["edges_before"] if st.get("kind") == "gpu" else 0))
 
     def _rows(self, raws, offsets, ids_f, edge_ids):
         g = self.g

@@ -23,7 +23,11 @@ class RoundStats:
     scheduling overhead.  ``bytes_moved`` counts the bytes of task results
     consumed by tasks of the next phase (candidates, round maps, gathered
     chunks): what crosses between workers when the tasks sit on different
-    workers.
+    workers.  ``h2d_bytes`` and ``d2h_bytes`` count what GPU workers copied
+    between host and device memory in the round (chunks uploaded, round maps
+    in; candidates and results out); ``gpu_edges`` how many of
+    ``edges_before`` a GPU worker processed.  A local round charges its
+    task's copies to its first round.
     """
 
     round: int
@@ -37,6 +41,9 @@ class RoundStats:
     wall_seconds: float = 0.0
     bytes_moved: int = 0
     tasks: int = 0
+    h2d_bytes: int = 0
+    d2h_bytes: int = 0
+    gpu_edges: int = 0
 
     def to_dict(self):
         return asdict(self)
@@ -54,7 +61,8 @@ class RunStats:
     partitions: int = 0
     workers: int = 0
     threads: int = 0
-    backend: str = "cpu"
+    backend: str = "cpu"            # the kernels that ran: "cpu", "gpu" or "mixed"
+    placement: dict = field(default_factory=dict)  # mixed clusters: worker -> kind, throughput, chunks, edges
 
     @property
     def n_rounds(self):
@@ -77,12 +85,22 @@ class RunStats:
     def bytes_moved(self):
         return sum(r.bytes_moved for r in self.rounds)
 
+    @property
+    def h2d_bytes(self):
+        return sum(r.h2d_bytes for r in self.rounds)
+
+    @property
+    def d2h_bytes(self):
+        return sum(r.d2h_bytes for r in self.rounds)
+
     def to_dict(self):
         d = {k: v for k, v in asdict(self).items() if k != "rounds"}
         d["rounds"] = [r.to_dict() for r in self.rounds]
         d["phase_totals"] = self.phase_totals()
         d["overhead_seconds"] = self.overhead_seconds
         d["bytes_moved"] = self.bytes_moved
+        d["h2d_bytes"] = self.h2d_bytes
+        d["d2h_bytes"] = self.d2h_bytes
         return d
 
 
