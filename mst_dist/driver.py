@@ -114,8 +114,6 @@ _DEVICE_MAPS_LOCK = threading.Lock()
 
 def _device_map(M, xp):
     """A round map on the device: ``(array, bytes copied)``; copied once per worker, not per chunk."""
-    if xp is np:
-        return gpu.to_device(M, xp)
     with _DEVICE_MAPS_LOCK:
         hit = _DEVICE_MAPS.get(id(M))
         if hit is not None and hit[0] is M:
@@ -780,6 +778,8 @@ class Driver:
         dt = np.dtype(g.weight_dtype)
         if g.in_memory and len(g.sources) == 1:
             s = g.sources[0]
+            if s.on_device:
+                return tuple(_take(a, edge_ids) for a in (s.src, s.dst, s.weight))
             src, dst, w = np.asarray(s.src), np.asarray(s.dst), np.asarray(s.weight)
             if src.dtype.kind in "iu" and dst.dtype.kind in "iu" and w.dtype.kind in "iuf" and w.dtype != np.float16:
                 return cpu.take_rows(src, dst, w, edge_ids)

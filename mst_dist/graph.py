@@ -69,6 +69,46 @@ def check_edges(src, dst, w, n_vertices, offset=0, where=""):
     return int(maxid), m
 
 
+def _on_device(a):
+    """A GPU array (CuPy or any ``__cuda_array_interface__`` exporter), not a host one."""
+    return a is not None and not isinstance(a, np.ndarray) and hasattr(a, "__cuda_array_interface__")
+
+
+def check_device_edges(src, dst, w, n_vertices):
+    """:func:`check_edges` for CuPy arrays, on their device (nothing is copied to the host
+    but the first bad edge's values).  Returns ``(max_id, n_edges)``."""
+    import cupy as xp
+
+    from .kernels import reference
+
+    _check_dtype("src", src, "iu", "vertex ids must be integers")
+    _check_dtype("dst", dst, "iu", "vertex ids must be integers")
+    _check_dtype("weight", w, "iuf", "weights must be integers or floats")
+    if src.ndim != 1 or dst.ndim != 1 or w.ndim != 1:
+        raise InvalidGraphError("src, dst and weight must be one-dimensional arrays")
+    lens = [("src", src.shape[0]), ("dst", dst.shape[0]), ("weight", w.shape[0])]
+    if len({n for _, n in lens}) != 1:
+        short = min(n for _, n in lens)
+        desc = ", ".join(f"{k} has {n}" for k, n in lens)
+        raise InvalidGraphError(f"arrays of different lengths ({desc}): edge {short} is incomplete",
+                                edge=short)
+    m = int(src.shape[0])
+    i = reference.first_invalid_edge(src, dst, w, n_vertices, xp=xp)
+    if i >= 0:
+        a, b, x = int(src[i]), int(dst[i]), w[i].item()
+        if a < 0 or b < 0:
+            reason = "negative vertex id"
+        elif n_vertices >= 0 and (a >= n_vertices or b >= n_vertices):
+            reason = "vertex id out of range"
+        else:
+            reason = "weight is NaN or infinite"
+        raise InvalidGraphError(
+            f"edge {i} (src={a}, dst={b}, weight={x!r}): {reason}"
+            + (f" (n_vertices={n_vertices})" if "range" in reason else ""), edge=i)
+    maxid = int(xp.maximum(src.max(), dst.max())) if m else -1
+    return maxid, m
+
+
 @dataclass
 class ArraySource:
     """Rows held in memory by the caller (never copied, never modified)."""
@@ -80,6 +120,10 @@ class ArraySource:
     @property
     def n_edges(self):
         return int(self.src.shape[0])
+
+    @property
+    def on_device(self):
+        return _on_device(self.src)
 
     def load(self, start, stop):
         return self.src[start:stop], self.dst[start:stop], self.weight[start:stop]
@@ -147,7 +191,9 @@ class Graph:
             are isolated components.
 
         The arrays are neither copied nor modified.  A bad edge raises
-        :class:`InvalidGraphError` (a ``ValueError``) naming it.
+        :class:`InvalidGraphError` (a ``ValueError``) naming it.  CuPy arrays
+        (all three on one GPU) are validated there and stay there: a run with
+        GPU workers on that device starts from device-resident chunks.
 
         Examples
         --------
@@ -156,6 +202,12 @@ class Graph:
         >>> g.n_vertices, g.n_edges
         (3, 3)
         """
+        if n_vertices is not None:
+            if int(n_vertices) != n_vertices or n_vertices < 0:
+                raise InvalidGraphError(f"n_vertices must be a non-negative integer, got {n_vertices!r}")
+            n_vertices = int(n_vertices)
+        if _on_device(src) or _on_device(dst) or _on_device(weight):
+            return cls._from_device(src, dst, weight, n_vertices, name)
         src = np.asarray(src)
         dst = np.asarray(dst)
         if src.dtype.kind not in "iu" and src.size == 0:
@@ -167,10 +219,6 @@ class Graph:
         weight = np.asarray(weight)
         if weight.dtype.kind not in "iuf" and weight.size == 0:
             weight = weight.astype(np.float64)
-        if n_vertices is not None:
-            if int(n_vertices) != n_vertices or n_vertices < 0:
-                raise InvalidGraphError(f"n_vertices must be a non-negative integer, got {n_vertices!r}")
-            n_vertices = int(n_vertices)
         maxid, m = check_edges(src, dst, weight, -1 if n_vertices is None else n_vertices)
         if n_vertices is None:
             n_vertices = maxid + 1 if m else 0
@@ -178,6 +226,27 @@ class Graph:
             weight = weight.astype(np.int64)
         return cls(n_vertices=n_vertices, sources=[ArraySource(src, dst, weight)],
                    weight_dtype=weight.dtype, validated=True, name=name)
+
+    @classmethod
+    def _from_device(cls, src, dst, weight, n_vertices, name):
+        import cupy
+
+        if weight is None:
+            weight = cupy.ones(src.shape[0], dtype=cupy.int64)
+        arrs = []
+        for what, a in (("src", src), ("dst", dst), ("weight", weight)):
+            if not _on_device(a):
+                raise InvalidGraphError(f"{what} is on the host while another array is on a GPU: "
+                                        "give all three as CuPy arrays, or all as host arrays")
+            arrs.append(cupy.asarray(a))
+        src, dst, weight = arrs
+        if weight.dtype.kind == "b":
+            weight = weight.astype(cupy.int64)
+        maxid, m = check_device_edges(src, dst, weight, -1 if n_vertices is None else n_vertices)
+        if n_vertices is None:
+            n_vertices = maxid + 1 if m else 0
+        return cls(n_vertices=n_vertices, sources=[ArraySource(src, dst, weight)],
+                   weight_dtype=np.dtype(weight.dtype), validated=True, name=name)
 
     @classmethod
     def from_networkx(cls, G, weight="weight", default=1, **kw):
@@ -209,7 +278,9 @@ class Graph:
 
     def to_arrays(self):
         """All edges as ``(src, dst, weight)`` arrays in this process (small graphs, tests)."""
-        parts = [s.load(0, s.n_edges) for s in self.sources]
+        from .kernels.gpu import to_host
+
+        parts = [tuple(to_host(a) for a in s.load(0, s.n_edges)) for s in self.sources]
         if not parts:
             z = np.zeros(0, np.int64)
             return z, z.copy(), np.zeros(0, self.weight_dtype)

@@ -10,8 +10,12 @@ add this preload themselves unless ``cluster.warmup: false``.
 It runs the engine's own task functions on a tiny graph: prepare, a distributed
 round (map, merge, contract), a second round with filter-edges fused into map,
 the light/heavy split, the single-task solve both ways in, the labels and the
-forest; for integer and float weights.  A failure is logged, never fatal: the
-worker starts anyway and compiles on first use.
+forest; for integer and float weights.  On a GPU worker (one that advertises
+a ``GPU`` resource and can run CuPy) it also runs the GPU kernels once for
+each packing (32-bit ints and floats, and the ranked 64-bit path), so CuPy
+compiles (or loads from its cache) their kernels before the first run.  A
+failure is logged, never fatal: the worker starts anyway and compiles on first
+use.
 """
 from __future__ import annotations
 
@@ -65,12 +69,52 @@ def _pipeline(weight_dtype):
     d._forest(chosen0, chosen1)
 
 
-def warm(weight_dtypes=("int64", "float64")):
-    """Run the kernels once on tiny graphs; returns the seconds it took."""
+def _gpu_pipeline(weight_dtype, xp):
+    from .kernels import gpu
+
+    n, src, dst, w = _tiny(weight_dtype)
+    half = src.shape[0] // 2
+    a = gpu.prepare_chunk(src[:half], dst[:half], w[:half], 0, n, xp)
+    b = gpu.prepare_chunk(src[half:], dst[half:], w[half:], half, n, xp)
+    gpu.map_chunk(a, n)
+    M, _ = gpu.to_device((np.arange(n) // 2).astype(np.int64), xp)
+    gpu.filter_map_chunk(b, M, n // 2)
+    key, eid = gpu.sample(a, [0])
+    gpu.split_light(a, M, key[0], eid[0])
+    gpu.solve_local(gpu.concat([a, b], xp), n, 0, relabel=M[: n])
+    gpu.synchronize(xp)
+
+
+def warm(weight_dtypes=("int64", "float64"), gpu=False):
+    """Run the kernels once on tiny graphs; returns the seconds it took.
+
+    ``gpu``: also the GPU kernels (on this process's current device).
+    """
     t0 = time.perf_counter()
     for dt in weight_dtypes:
         _pipeline(dt)
+    if gpu:
+        from .kernels.gpu import array_module
+
+        xp = array_module()
+        for dt in ("int32", "float32", "float64"):
+            _gpu_pipeline(dt, xp)
     return time.perf_counter() - t0
+
+
+def _is_gpu_worker(worker):
+    if worker is None:
+        return False
+    state = getattr(worker, "state", None)
+    res = getattr(state, "total_resources", None) or getattr(worker, "total_resources", None) or {}
+    if not res.get("GPU", 0):
+        return False
+    from .kernels.gpu import gpu_ready
+
+    ok, reason = gpu_ready()
+    if not ok:
+        logger.warning("this worker advertises a GPU but cannot run the GPU kernels: %s", reason)
+    return ok
 
 
 def dask_setup(worker=None):
@@ -78,7 +122,7 @@ def dask_setup(worker=None):
     # in a worker process only distributed's loggers have handlers: log with them there
     log = logger if logger.hasHandlers() else logging.getLogger("distributed.preloading")
     try:
-        secs = warm()
+        secs = warm(gpu=_is_gpu_worker(worker))
     except Exception:  # never keep a worker from starting
         log.warning("mst-dist kernel warm-up failed; kernels compile on first use", exc_info=True)
         return
