@@ -13,8 +13,9 @@ figures (``.html``, or ``.png`` through headless Chromium).
 is already up; input files are read by its workers, from paths they can see.
 ``mpirun -n 4 mst-dist run --mpi CONFIG`` runs on the ranks of an MPI job
 (dask-mpi).  ``mst-dist job-script CONFIG`` prints the batch script a
-``slurm``/``pbs`` config would submit.  A bad config or a bad graph exits with
-status 2 and a one-line error.
+``slurm``/``pbs`` config would submit.  A bad config, a bad graph, or
+``--backend gpu`` where no worker can run the GPU kernels exits with status 2
+and a one-line error.
 """
 from __future__ import annotations
 
@@ -92,7 +93,10 @@ def _add_run_arguments(r, submit=False):
     e.add_argument("--partitions", type=int, metavar="P", help="edge chunks (default: auto)")
     e.add_argument("--local-finish", type=_local_finish, metavar="EDGES",
                    help="finish in one task below this many edges ('auto' or an integer)")
-    e.add_argument("--backend", choices=("cpu", "auto", "gpu"), help="compute backend")
+    e.add_argument("--backend", choices=("cpu", "auto", "gpu"),
+                   help="compute backend: auto (CuPy kernels on the GPU workers, Numba on the others; "
+                        "the default), cpu (Numba everywhere) or gpu (CuPy on GPU workers: needs "
+                        "workers with resources GPU=1 and pip install 'mst-dist[gpu]')")
 
     o = r.add_argument_group("output")
     o.add_argument("-o", "--output", metavar="PATH",
@@ -297,11 +301,12 @@ def build_graph(cfg):
         raise ConfigError(f"graph: {e}", key="graph.options") from None
 
 
-def make_client(cluster):
+def make_client(cluster, gpu=False):
     """``(client, close)`` for a validated ``cluster`` section (every kind).
 
     Kind ``local`` gives an in-process cluster (:func:`mst_dist.cluster.embedded`;
-    unchanged defaults: the engine's embedded default, one worker);
+    unchanged defaults: the engine's embedded default, one worker; with
+    ``gpu`` its workers are GPU workers on this machine's device);
     ``address`` a client of that scheduler; ``local-cuda``, ``slurm``,
     ``pbs``, ``mpi`` the clusters of :mod:`mst_dist.hpc`.  ``close()``
     releases what was made here (never a remote cluster).  On the MPI ranks
@@ -314,7 +319,7 @@ def make_client(cluster):
 
     stack = contextlib.ExitStack()
     try:
-        client = stack.enter_context(open_cluster(cluster))
+        client = stack.enter_context(open_cluster(cluster, gpu=gpu))
     except BaseException:
         stack.close()
         raise
@@ -322,19 +327,38 @@ def make_client(cluster):
 
 
 def _engine_kwargs(cfg, progress):
-    import inspect
+    """The keyword arguments of :func:`~mst_dist.minimum_spanning_forest` for a run config.
 
-    from . import api
-    from .config import ConfigError
+    The backend goes through as given: the engine decides whether the cluster
+    can run it (``gpu`` without GPU workers is its :class:`~mst_dist.GPUUnavailableError`,
+    which :func:`main` reports as a one-line error).
+    """
+    return {"partitions": cfg["partitions"], "local_finish": cfg["local_finish"],
+            "backend": cfg["backend"], "progress": progress}
 
-    kw = {"partitions": cfg["partitions"], "local_finish": cfg["local_finish"], "progress": progress}
-    supported = getattr(api, "BACKENDS", ("cpu", "auto"))
-    if cfg["backend"] not in supported:
-        raise ConfigError(f"backend: {cfg['backend']!r} is not supported by this version of "
-                          f"mst-dist; use one of: {', '.join(supported)}", key="backend")
-    if "backend" in inspect.signature(api.minimum_spanning_forest).parameters:
-        kw["backend"] = cfg["backend"]
-    return kw
+
+def _local_gpu(cfg):
+    """Kind ``local``: whether its in-process workers get this machine's GPU.
+
+    As the engine's embedded default does: with backend ``auto`` or ``gpu``
+    where CuPy can run on a device here (or ``mst.gpu.array-module`` is the
+    ``numpy`` stand-in).  ``gpu`` where it cannot is an error before any
+    cluster starts, saying why and how to install the extra.
+    """
+    if cfg["cluster"]["kind"] != "local" or cfg["backend"] == "cpu":
+        return False
+    from .kernels.gpu import GPU_INSTALL_HINT, GPUUnavailableError, gpu_ready
+
+    ok, reason = gpu_ready()
+    if ok:
+        return True
+    if cfg["backend"] == "gpu":
+        hint = "" if GPU_INSTALL_HINT in reason else f"; install the GPU extra: {GPU_INSTALL_HINT}"
+        raise GPUUnavailableError(f"backend='gpu' needs a CUDA GPU and CuPy, and this machine cannot run "
+                                  f"them: {reason}{hint}. Or give a cluster with GPU workers (cluster.kind "
+                                  "local-cuda, or address), or use backend 'auto' or 'cpu'")
+    logger.info("no usable GPU here (%s): the CPU kernels run", reason)
+    return False
 
 
 def _progress(event):
@@ -389,7 +413,16 @@ def print_summary(result, wall_seconds, output=None, console=None):
                         f"rounds {st.solve_seconds:.3f}, finish {st.finish_seconds:.3f})"),
         ("wall time", f"{wall_seconds:.3f} s"),
         ("cluster", f"{st.workers} worker(s), {st.threads} thread(s), {st.partitions} partition(s)"),
+        ("kernels", {"cpu": "CPU (Numba)", "gpu": "GPU (CuPy)", "mixed": "CPU (Numba) and GPU (CuPy)"}
+         .get(st.backend, st.backend)),
     ]
+    device = bool(st.h2d_bytes or st.d2h_bytes)
+    if device:
+        rows.append(("host ↔ device", f"{format_bytes(st.h2d_bytes)} to, {format_bytes(st.d2h_bytes)} from "
+                                      "the GPUs"))
+    for w, p in sorted(st.placement.items()):
+        rows.append((f"chunks on {w}", f"{p['chunks']} ({p['edges']:,} edges), {p['kind'].upper()}, "
+                                       f"throughput {p['throughput']:,.3g}"))
     if output:
         rows.append(("forest written to", output))
     for k, v in rows:
@@ -401,7 +434,7 @@ def print_summary(result, wall_seconds, output=None, console=None):
         t.add_column(col, justify="left" if col == "mode" else "right")
     for p in PHASES:
         t.add_column(f"{p} s", justify="right")
-    for col in ("wall s", "overhead s", "moved"):
+    for col in ("wall s", "overhead s", "moved") + (("to GPU", "from GPU") if device else ()):
         t.add_column(col, justify="right")
     for r in st.rounds:
         ps = r.phase_seconds
@@ -414,13 +447,15 @@ def print_summary(result, wall_seconds, output=None, console=None):
             _seconds(r.wall_seconds),
             _seconds(r.wall_seconds - sum(ps.values())),
             format_bytes(r.bytes_moved),
+            *((format_bytes(r.h2d_bytes), format_bytes(r.d2h_bytes)) if device else ()),
         )
     tot = st.phase_totals()
     t.add_section()
     t.add_row("total", "", "", "", f"{s['forest_edges']:,}",
               *[_seconds(tot.get(p, 0.0)) for p in PHASES],
               _seconds(sum(r.wall_seconds for r in st.rounds)), _seconds(st.overhead_seconds),
-              format_bytes(st.bytes_moved))
+              format_bytes(st.bytes_moved),
+              *((format_bytes(st.h2d_bytes), format_bytes(st.d2h_bytes)) if device else ()))
     console.print(t)
 
 
@@ -491,8 +526,11 @@ def _check_report_paths(args):
 def _run(args, console=None):
     import contextlib
 
+    import dask.config
+
     from . import minimum_spanning_forest
     from . import report as rpt
+    from .config import run_settings
     from .io import write_forest
 
     t0 = time.perf_counter()
@@ -503,7 +541,7 @@ def _run(args, console=None):
     kwargs = _engine_kwargs(cfg, live or (None if args.quiet else _progress))
     # a generated graph is only a recipe: check it before starting a cluster
     graph = build_graph(cfg) if "generate" in cfg["graph"] else None
-    client, close = make_client(cfg["cluster"])
+    client, close = make_client(cfg["cluster"], gpu=_local_gpu(cfg))
     try:
         if client is None:
             return 0  # an MPI rank that served as the scheduler or a worker: the run is over
@@ -517,7 +555,8 @@ def _run(args, console=None):
         shape = rpt.cluster_shape(client, cfg["cluster"]["kind"])
         if shape.get("dashboard"):
             logger.info("MST dashboard page: %s", shape["dashboard"])
-        with live if live is not None else contextlib.nullcontext():
+        # the run config's engine settings (placement) hold for this run only
+        with dask.config.set(run_settings(cfg)), live if live is not None else contextlib.nullcontext():
             result = minimum_spanning_forest(graph, client, **kwargs)
     finally:
         close()
@@ -616,6 +655,7 @@ def main(argv=None):
     _setup_logging(args.quiet, args.verbose, console)
     from .config import ConfigError
     from .graph import InvalidGraphError
+    from .kernels.gpu import GPUUnavailableError
 
     try:
         if args.command == "job-script":
@@ -623,7 +663,8 @@ def main(argv=None):
         if args.command == "generate":
             return _generate(args)
         return _run(args, console)
-    except (ConfigError, InvalidGraphError) as e:
+    except (ConfigError, InvalidGraphError, GPUUnavailableError) as e:
+        # GPUUnavailableError: backend gpu where no worker can run it (the message says what to install)
         message = " ".join(str(e).split("\n"))
         print(f"mst-dist: error: {message}", file=sys.stderr)
         return 2

@@ -27,6 +27,7 @@ import time
 import uuid
 
 import numpy as np
+from dask.sizeof import sizeof
 from distributed import wait
 
 from .graph import ArraySource, Graph, check_edges
@@ -35,6 +36,11 @@ from .kernels.gpu import DeviceChunk, GPUUnavailableError
 from .result import MSFResult, RoundStats, RunStats, exact_total
 
 logger = logging.getLogger("mst_dist")
+
+
+@sizeof.register(DeviceChunk)
+def _sizeof_device_chunk(chunk):
+    return chunk.nbytes
 
 BYTES_PER_EDGE = 24  # working chunk: u, v (int32), key (uint64), eid (int64)
 EVENT_TOPIC = "mst-dist"  # scheduler event topic the driver publishes run/round records on

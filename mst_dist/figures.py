@@ -35,11 +35,12 @@ def round_columns(rounds):
     rounds = sorted(rounds, key=lambda r: r["round"])
     cols = {"round": [], "mode": [], "components_before": [], "components_after": [],
             "edges_before": [], "edges_after": [], "forest_edges": [], "wall_seconds": [],
-            "bytes_moved": [], "tasks": [], **{p: [] for p in STACK}}
+            "bytes_moved": [], "tasks": [], "h2d_bytes": [], "d2h_bytes": [], **{p: [] for p in STACK}}
     for r in rounds:
         ps = r.get("phase_seconds") or {}
         for k in ("round", "mode", "components_before", "components_after", "edges_before",
-                  "edges_after", "forest_edges", "wall_seconds", "bytes_moved", "tasks"):
+                  "edges_after", "forest_edges", "wall_seconds", "bytes_moved", "tasks",
+                  "h2d_bytes", "d2h_bytes"):
             cols[k].append(r.get(k, 0))
         for p in PHASES:
             cols[p].append(float(ps.get(p, 0.0)))
@@ -192,12 +193,16 @@ def build(data, *, sizing_mode="stretch_width", height=300, width=700, with_work
     ph.add_layout(ph.legend[0], "right")
     ph.y_range.start = 0
 
-    by = figure(title="Bytes moved between workers, by round", x_axis_label="round",
+    by = figure(title="Bytes moved between workers, and to/from GPUs, by round", x_axis_label="round",
                 tools="pan,box_zoom,wheel_zoom,reset,save", **size)
-    by.vbar(x="round", top="bytes_moved", width=0.8, source=sources["rounds"], color="#6a3d9a")
+    by.vbar_stack(["bytes_moved", "h2d_bytes", "d2h_bytes"], x="round", width=0.8, source=sources["rounds"],
+                  color=["#6a3d9a", "#33a02c", "#b2df8a"],
+                  legend_label=["between workers", "host → GPU", "GPU → host"])
     by.yaxis.formatter = NumeralTickFormatter(format="0.0 b")
     by.y_range.start = 0
-    by.add_tools(HoverTool(tooltips=[("round", "@round"), ("moved", "@bytes_moved{0.0 b}")]))
+    by.add_tools(HoverTool(tooltips=[("round", "@round"), ("moved", "@bytes_moved{0.0 b}"),
+                                     ("to GPU", "@h2d_bytes{0.0 b}"), ("from GPU", "@d2h_bytes{0.0 b}")]))
+    by.add_layout(by.legend[0], "right")
 
     wk = figure(title="Task seconds per worker (chunks held: table below)", x_axis_label="seconds",
                 y_range=FactorRange(factors=list(data["workers"]["label"])),
