@@ -91,8 +91,15 @@ def _gpu_xp(backend):
 
 
 def _probe():
-    """Run on a GPU worker: can it run the GPU kernels? ``(ok, reason)``."""
-    return gpu.gpu_ready()
+    """Run on a GPU worker: can it run the GPU kernels? ``(ok, reason, device bytes or None)``."""
+    ok, reason = gpu.gpu_ready()
+    mem = None
+    if ok:
+        try:
+            mem = gpu.device_memory(gpu.array_module())
+        except Exception:  # informative only
+            mem = None
+    return ok, reason, mem
 
 
 def _host(a):
@@ -381,6 +388,7 @@ class Driver:
         self.threads = sum(w.get("nthreads", 1) for w in workers.values())
         self.min_memory = min((w.get("memory_limit") or 0) for w in workers.values()) or 2**34
         self.backend = backend
+        self.device_memory = None  # smallest GPU worker's device memory, when known
         self.packing = gpu.packing_for(graph.weight_dtype)
         self.kinds = self._worker_kinds(workers, backend)
         m = graph.n_edges
@@ -401,6 +409,11 @@ class Driver:
                 want = math.ceil(sum(self.throughput.values()) / lo) + self.n_workers
                 self.partitions = max(self.partitions, min(want, 64 * self.n_workers, max(1, m)))
         fits = self.min_memory // (4 * BYTES_PER_EDGE)
+        if "gpu" in self.kinds.values():
+            # the single task may run on a GPU: its edges must fit the device and one chunk
+            fits = min(fits, gpu.MAX_CHUNK)
+            if self.device_memory:
+                fits = min(fits, self.device_memory // gpu.DEVICE_BYTES_PER_EDGE)
         if local_finish == "auto":
             if self.n_workers == 1:
                 self.local_finish = fits
@@ -437,7 +450,7 @@ class Driver:
                         len(workers))
             return kinds
         probe = self.client.run(_probe, workers=gpu_w)
-        bad = {w: r for w, (ok, r) in probe.items() if not ok}
+        bad = {w: r for w, (ok, r, _) in probe.items() if not ok}
         if bad and backend == "gpu":
             detail = "; ".join(f"{w}: {r}" for w, r in sorted(bad.items()))
             raise GPUUnavailableError(
@@ -446,10 +459,12 @@ class Driver:
         for w, r in sorted(bad.items()):
             logger.warning("worker %s advertises a GPU but cannot run the GPU kernels (%s): "
                            "it runs the CPU kernels", w, r)
-        for w, (ok, r) in probe.items():
+        for w, (ok, r, mem) in probe.items():
             if ok:
                 kinds[w] = "gpu"
                 logger.info("GPU worker %s: %s", w, r)
+                if mem:
+                    self.device_memory = min(self.device_memory or mem, mem)
         return kinds
 
     def _measure(self, given):

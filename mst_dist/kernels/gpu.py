@@ -139,6 +139,19 @@ def _gpu_ready(name):
     return True, f"{name_} (device {dev.id} of {n})"
 
 
+def device_memory(xp):
+    """Bytes of memory on the current device (``None`` for the NumPy stand-in)."""
+    if xp is np:
+        return None
+    free, total = xp.cuda.Device().mem_info
+    return int(total)
+
+
+#: Device bytes per edge of the single-task solve, temporaries included
+#: (u, v, pk, key0, eid0 = 32 bytes, plus the round's gathers and compaction).
+DEVICE_BYTES_PER_EDGE = 64
+
+
 def _xp_of(a):
     return np if isinstance(a, np.ndarray) else _module_of(a)
 
