@@ -1,6 +1,7 @@
-"""Side-by-side benchmark: the engine against scipy and rustworkx, in one process.
+"""Side-by-side benchmark: the engine against scipy, rustworkx and cuGraph, in one process.
 
     mst-dist bench configs/bench-cpu.yaml [--out DIR] [--repeat N] [--only NAME]
+    mst-dist bench configs/bench-gpu.yaml --out bench-gpu-out     # on a CUDA machine
     python -m mst_dist.bench configs/bench-cpu.yaml --out bench-out
 
 For every graph of the config the edge arrays (int64 ``src, dst, weight``) are
@@ -35,6 +36,33 @@ What is timed is "from arrays in memory to the result in hand":
     build (slow: Python objects) is timed ``rustworkx.build_repeat`` times
     (default once); the call after a warm-up, ``repeat`` times.
 
+The GPU methods (:data:`GPU_METHODS`) need CuPy and a CUDA device; without
+them (or without pylibcugraph) they are recorded as ``{"unavailable":
+reason}``, listed in the report and left out of the targets ("not measured"),
+and the run goes on.  They run after the CPU methods, one after the other
+(not interleaved: each keeps its device memory pool warm over its runs):
+
+``engine-gpu``
+    The engine on one GPU worker: an in-process ``LocalCluster`` (one worker,
+    one thread, ``resources={"GPU": 1}``) started once for the whole benchmark,
+    its start and stop timed apart.  The edge arrays are copied to the device
+    once per graph before timing (``cupy.asarray``); timed:
+    ``Graph.from_arrays`` on the device arrays and
+    ``minimum_spanning_forest(g, client, backend="gpu")``.  Also recorded:
+    kernel time (the phase seconds of every round, summed) and the bytes the
+    run copied host to device and back (``RunStats.h2d_bytes``/``d2h_bytes``).
+    Same edge ids as ``engine``.
+``cugraph``
+    ``pylibcugraph.minimum_spanning_tree`` on an ``SGGraph``.  cuGraph wants
+    a simple undirected graph stored in both directions with int32 edge
+    offsets; made once per graph on the device before timing and not timed:
+    self-loops dropped, parallel edges reduced to their lightest (neither
+    changes the forest's weight; both only shrink cuGraph's input), int32
+    vertex ids, float64 weights.  Timed as build (both directions
+    concatenated, ``SGGraph(..., renumber=False)``) and call, apart and
+    together.  Total weight and forest size only: cuGraph cannot apply the
+    engine's ``(weight, edge id)`` tie-break.
+
 Every method must find the same total weight on a graph (and the engine, the
 distributed engine and the kernel loop the same edge ids); a disagreement is
 recorded, and :func:`run_bench` raises :class:`BenchMismatch` after writing
@@ -43,7 +71,8 @@ before the next (``del`` + ``gc.collect()``).
 
 Outputs in ``out_dir``: ``bench.json`` (machine, versions, every run's times,
 the engine's per-round statistics) and ``bench.md`` (the table, a geometric
-mean row and a pass/fail line per target), the table also printed.
+mean row and a pass/fail line per target), the table also printed.  A config
+with a GPU method adds a GPU table and the :data:`GPU_TARGETS`.
 """
 from __future__ import annotations
 
@@ -61,11 +90,19 @@ import zlib
 
 import numpy as np
 
-__all__ = ["METHODS", "DEFAULT_TARGETS", "BenchMismatch", "load_config", "validate_config",
-           "run_bench", "format_report", "main", "cli"]
+__all__ = ["METHODS", "GPU_METHODS", "ALL_METHODS", "DEFAULT_TARGETS", "GPU_TARGETS",
+           "BenchMismatch", "load_config", "validate_config", "run_bench", "format_report",
+           "main", "cli"]
 
-#: Methods in the order they run on each graph.
+#: CPU methods in the order they run on each graph (what a config without
+#: ``methods`` runs).
 METHODS = ("engine", "engine-distributed", "kernels-loop", "kernels-loop-dedupe", "scipy", "rustworkx")
+
+#: Methods that need a CUDA GPU; run after the CPU ones, in this order.
+GPU_METHODS = ("engine-gpu", "cugraph")
+
+#: Every method a config may list, in the order they run on each graph.
+ALL_METHODS = METHODS + GPU_METHODS
 
 #: The issue's targets (engine on the embedded default, min times).
 DEFAULT_TARGETS = {
@@ -73,6 +110,15 @@ DEFAULT_TARGETS = {
     "scipy_each": 5.0,        # ... and at least 5x on each graph
     "rustworkx_call_each": 1.0,  # faster than rustworkx's call alone on each graph
     "kernels_ratio_max": 1.5,    # engine within 1.5x of the kernels chained without Dask
+}
+
+#: The GPU benchmark's targets (engine-gpu, min times); checked when a config
+#: lists a GPU method.  The circulant ones apply to the graph named by the
+#: config's ``targets.gpu_graph`` (configs/bench-gpu.yaml: circulant100m).
+GPU_TARGETS = {
+    "cugraph_each": 3.0,         # engine-gpu >= 3x faster than cuGraph build+call on each graph
+    "circulant_total_s": 0.336,  # engine-gpu end to end on targets.gpu_graph, below this (seconds)
+    "circulant_kernel_s": 0.1,   # ... and its kernel time (phase seconds summed), below this
 }
 
 _RX_CHUNK = 2_000_000
@@ -108,9 +154,11 @@ def validate_config(cfg, source="config"):
     """Check a benchmark config and fill in defaults; returns a new dict.
 
     Keys: ``graphs`` (list of ``{name, generate: {kind, seed, ...params}}``),
-    ``methods`` (subset of :data:`METHODS`), ``repeat`` (default 3), ``warmup``
-    (default 1), ``rustworkx: {chunk, build_repeat}``, ``targets`` (overrides
-    of :data:`DEFAULT_TARGETS`).
+    ``methods`` (subset of :data:`ALL_METHODS`, default :data:`METHODS`),
+    ``repeat`` (default 3), ``warmup`` (default 1), ``rustworkx: {chunk,
+    build_repeat}``, ``targets`` (overrides of :data:`DEFAULT_TARGETS` and
+    :data:`GPU_TARGETS`, and ``gpu_graph``: the name of the graph the
+    circulant targets apply to).
     """
     if not isinstance(cfg, dict):
         raise _err(f"{source}: a benchmark config must be a mapping with a 'graphs' list")
@@ -140,11 +188,11 @@ def validate_config(cfg, source="config"):
     methods = cfg.get("methods", list(METHODS))
     if isinstance(methods, str):
         methods = [methods]
-    bad = [m for m in methods if m not in METHODS]
+    bad = [m for m in methods if m not in ALL_METHODS]
     if bad:
         raise _err(f"{source}: unknown method(s) {', '.join(map(str, bad))}; choose from "
-                   f"{', '.join(METHODS)}", key="methods")
-    out["methods"] = [m for m in METHODS if m in methods]
+                   f"{', '.join(ALL_METHODS)}", key="methods")
+    out["methods"] = [m for m in ALL_METHODS if m in methods]
     for key, default, lo in (("repeat", 3, 1), ("warmup", 1, 0)):
         v = cfg.get(key, default)
         if not isinstance(v, int) or isinstance(v, bool) or v < lo:
@@ -163,9 +211,20 @@ def validate_config(cfg, source="config"):
     if out["rustworkx"]["chunk"] < 1 or out["rustworkx"]["build_repeat"] < 1:
         raise _err(f"{source}: rustworkx.chunk and rustworkx.build_repeat must be >= 1", key="rustworkx")
     tg = cfg.get("targets") or {}
-    if not isinstance(tg, dict) or set(tg) - set(DEFAULT_TARGETS):
-        raise _err(f"{source}: 'targets' takes {', '.join(DEFAULT_TARGETS)}", key="targets")
-    out["targets"] = {**DEFAULT_TARGETS, **{k: float(v) for k, v in tg.items()}}
+    allowed = [*DEFAULT_TARGETS, *GPU_TARGETS, "gpu_graph"]
+    if not isinstance(tg, dict) or set(tg) - set(allowed):
+        raise _err(f"{source}: 'targets' takes {', '.join(allowed)}", key="targets")
+    tg = dict(tg)
+    gpu_graph = tg.pop("gpu_graph", None)
+    if gpu_graph is not None and str(gpu_graph) not in names:
+        raise _err(f"{source}: targets.gpu_graph: no graph named {gpu_graph!r}; the config has "
+                   f"{', '.join(g['name'] for g in out['graphs'])}", key="targets.gpu_graph")
+    try:
+        values = {k: float(v) for k, v in tg.items()}
+    except (TypeError, ValueError) as exc:
+        raise _err(f"{source}: target values must be numbers ({exc})", key="targets") from None
+    out["targets"] = {**DEFAULT_TARGETS, **GPU_TARGETS, **values,
+                      "gpu_graph": None if gpu_graph is None else str(gpu_graph)}
     return out
 
 
@@ -229,9 +288,34 @@ def _git_state():
         return {}
 
 
-def versions():
+def gpu_info():
+    """The CUDA devices CuPy sees (name, memory, compute capability), driver and runtime.
+
+    ``{}`` without CuPy or a device; never raises.
+    """
+    try:
+        import cupy
+
+        rt = cupy.cuda.runtime
+        devices = []
+        for i in range(rt.getDeviceCount()):
+            p = rt.getDeviceProperties(i)
+            name = p.get("name", b"?")
+            devices.append({"name": name.decode() if isinstance(name, bytes) else str(name),
+                            "memory_bytes": int(p.get("totalGlobalMem", 0)),
+                            "compute_capability": f"{p.get('major')}.{p.get('minor')}"})
+        return {"devices": devices, "driver_version": rt.driverGetVersion(),
+                "runtime_version": rt.runtimeGetVersion()}
+    except Exception:  # no CuPy, no driver, no device
+        return {}
+
+
+def versions(gpu=False):
     out = {}
-    for mod in ("mst_dist", "numpy", "numba", "dask", "distributed", "scipy", "rustworkx"):
+    mods = ("mst_dist", "numpy", "numba", "dask", "distributed", "scipy", "rustworkx")
+    if gpu:
+        mods += ("cupy", "pylibcugraph", "dask_cuda")
+    for mod in mods:
         try:
             m = __import__(mod)
             out[mod] = getattr(m, "__version__", "?")
@@ -278,7 +362,8 @@ def _engine_once(ctx, local_finish=None):
     t0 = time.perf_counter()
     g = Graph.from_arrays(src, dst, w, n_vertices=n)
     t1 = time.perf_counter()
-    res = minimum_spanning_forest(g, ctx["client"], local_finish=local_finish)
+    # backend="cpu": on a GPU machine this still measures the CPU workers
+    res = minimum_spanning_forest(g, ctx["client"], local_finish=local_finish, backend="cpu")
     t2 = time.perf_counter()
     out = {"times": {"total": t2 - t1 + (t1 - t0), "validate": t1 - t0, "msf": t2 - t1},
            "total_weight": res.total_weight, "forest_edges": res.n_forest_edges,
@@ -450,9 +535,12 @@ def _run_once(fn, ctx):
 
 def _finish_simple(runs, warm):
     out = _collect(runs, warm)
-    if "stats" in runs[0]:
-        best = min(runs, key=lambda r: r["times"]["total"])
+    best = min(runs, key=lambda r: r["times"]["total"])
+    if "stats" in best:
         out["stats"] = _summarise_stats(best["stats"])
+    for key in ("h2d_bytes", "d2h_bytes", "backend", "returned_rows"):  # the best run's
+        if key in best:
+            out[key] = best[key]
     return out
 
 
@@ -503,16 +591,250 @@ def _run_interleaved(names, ctx, repeat, warmup, log):
     return out
 
 
-def _run_sequential(name, ctx, repeat, warmup, log):
+def _run_sequential(name, ctx, repeat, warmup, log, fn=None):
     runs, warm = [], []
     t0 = time.perf_counter()
     for i in range(warmup + repeat):
-        rec = _run_once(_ONCE[name], ctx)
+        rec = _run_once(fn or _ONCE[name], ctx)
         (warm if i < warmup else runs).append(rec)
         gc.collect()
     out = _finish_simple(runs, warm)
     out["wall_seconds"] = time.perf_counter() - t0
     return out
+
+
+# ---------------------------------------------------------------------------
+# the GPU methods: engine-gpu and cugraph
+# ---------------------------------------------------------------------------
+
+def _cuda():
+    """``(cupy, None)`` when CuPy is installed and sees a CUDA device, else ``(None, reason)``."""
+    try:
+        import cupy
+    except Exception as exc:  # ImportError, or a CUDA library that fails to load
+        return None, f"cupy is not installed ({type(exc).__name__}: {exc}); pip install 'mst-dist[gpu]'"
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as exc:  # no driver, or no device
+        return None, f"no CUDA device ({type(exc).__name__}: {exc})"
+    if count < 1:
+        return None, "no CUDA device visible"
+    return cupy, None
+
+
+def gpu_method_status(method):
+    """Whether a GPU method can run in this process.
+
+    Returns ``(array_module, None)`` when it can (CuPy), else ``(None, reason)``
+    with a reason that says what is missing.  ``engine-gpu`` needs CuPy, a CUDA
+    device and the engine's CuPy kernels (:func:`mst_dist.kernels.gpu.gpu_ready`);
+    ``cugraph`` needs CuPy, a CUDA device and ``pylibcugraph`` with
+    ``minimum_spanning_tree``.
+    """
+    if method not in GPU_METHODS:
+        raise ValueError(f"{method!r} is not a GPU method; GPU methods: {', '.join(GPU_METHODS)}")
+    xp, reason = _cuda()
+    if xp is None:
+        return None, reason
+    if method == "engine-gpu":
+        try:
+            from . import config
+            from .kernels.gpu import gpu_ready
+        except Exception as exc:
+            return None, f"the engine's GPU kernels cannot be imported ({type(exc).__name__}: {exc})"
+        module = config.get("gpu.array-module", None, "cupy")
+        if module != "cupy":  # the NumPy stand-in: GPU code path, no GPU numbers
+            return None, f"mst.gpu.array-module is {module!r}, not 'cupy'"
+        try:
+            ok, why = gpu_ready("cupy")
+        except Exception as exc:
+            return None, f"gpu_ready() failed ({type(exc).__name__}: {exc})"
+        return (xp, None) if ok else (None, why or "gpu_ready() says no")
+    try:
+        import pylibcugraph
+    except Exception as exc:
+        return None, (f"pylibcugraph is not installed ({type(exc).__name__}: {exc}); "
+                      "pip install pylibcugraph-cu13")
+    if not hasattr(pylibcugraph, "minimum_spanning_tree"):
+        return None, (f"pylibcugraph {getattr(pylibcugraph, '__version__', '?')} has no "
+                      "minimum_spanning_tree (26.x has)")
+    return xp, None
+
+
+def _sync(xp):
+    """Wait for every stream of the device (a no-op for NumPy)."""
+    cuda = getattr(xp, "cuda", None)
+    if cuda is not None:
+        cuda.runtime.deviceSynchronize()
+
+
+def _free_device_memory(xp):
+    """Give CuPy's cached blocks back to the driver.
+
+    Called between GPU methods: cuGraph allocates through RMM, not CuPy's
+    pool, and must not find the device full of the engine's cached blocks.
+    """
+    pool = getattr(xp, "get_default_memory_pool", None)
+    if pool is not None:
+        pool().free_all_blocks()
+        xp.get_default_pinned_memory_pool().free_all_blocks()
+
+
+def _host(a):
+    """A NumPy array from a NumPy or CuPy one."""
+    return a.get() if hasattr(a, "get") and not isinstance(a, np.ndarray) else np.asarray(a)
+
+
+def _scalar(x):
+    return x.item() if hasattr(x, "item") and not isinstance(x, (int, float)) else x
+
+
+def _device_arrays(ctx):
+    """The graph's edge arrays on the device: copied once per graph, not timed."""
+    xp = ctx["xp"]
+    dev = ctx.setdefault("device", {})
+    if xp.__name__ not in dev:
+        src, dst, w, n = ctx["arrays"]
+        t0 = time.perf_counter()
+        dev[xp.__name__] = (xp.asarray(src), xp.asarray(dst), xp.asarray(w), n)
+        _sync(xp)
+        ctx["device_copy_seconds"] = time.perf_counter() - t0
+    return dev[xp.__name__]
+
+
+def _engine_gpu_once(ctx):
+    from .api import minimum_spanning_forest
+    from .graph import Graph
+
+    xp = ctx["xp"]
+    src, dst, w, n = _device_arrays(ctx)
+    t0 = time.perf_counter()
+    g = Graph.from_arrays(src, dst, w, n_vertices=n)
+    t1 = time.perf_counter()
+    res = minimum_spanning_forest(g, ctx["gpu_client"], backend="gpu")
+    _sync(xp)
+    t2 = time.perf_counter()
+    st = res.stats
+    ids = _host(res.edge_ids)
+    out = {"times": {"total": t2 - t0, "validate": t1 - t0, "msf": t2 - t1,
+                     # kernel time: every round's phases, summed
+                     "kernel": sum(sum(r.phase_seconds.values()) for r in st.rounds)},
+           "total_weight": _scalar(res.total_weight), "forest_edges": int(ids.shape[0]),
+           "components": int(res.n_components), "edge_ids_crc32": _crc(ids),
+           "h2d_bytes": getattr(st, "h2d_bytes", None), "d2h_bytes": getattr(st, "d2h_bytes", None),
+           "backend": getattr(st, "backend", None), "stats": st}
+    del res, g
+    return out
+
+
+def _stable_argsort(xp, a):
+    # CuPy's argsort is always stable (and takes no kind but None)
+    return np.argsort(a, kind="stable") if xp is np else xp.argsort(a)
+
+
+def simple_undirected(src, dst, w, n, xp=np):
+    """cuGraph's input: one edge per vertex pair, the lightest, and no self-loops.
+
+    Returns ``(lo, hi, weight, dropped)``: int32 ``lo < hi`` sorted by
+    ``(lo, hi)``, float64 weights, and ``{"self_loops": k, "parallel": k}``
+    (edges removed).  Neither removal changes the weight of a minimum
+    spanning forest.  Works on NumPy or CuPy arrays (``xp``); ``n < 2**31``.
+    """
+    if n >= 2**31:
+        raise ValueError(f"cuGraph's MST takes int32 vertex ids: n={n:,} >= 2**31")
+    keep = src != dst
+    s, d, ww = src[keep], dst[keep], w[keep]
+    loops = int(src.shape[0] - s.shape[0])
+    key = xp.minimum(s, d).astype(xp.int64) * n + xp.maximum(s, d).astype(xp.int64)
+    del s, d, keep
+    # by pair, then by weight: the first edge of each pair is its lightest
+    order = _stable_argsort(xp, ww)
+    order = order[_stable_argsort(xp, key[order])]
+    key = key[order]
+    ww = ww[order]
+    del order
+    first = xp.ones(key.shape[0], dtype=bool)
+    first[1:] = key[1:] != key[:-1]
+    key = key[first]
+    ww = ww[first].astype(xp.float64)
+    parallel = int(first.shape[0] - key.shape[0])
+    return ((key // n).astype(xp.int32), (key % n).astype(xp.int32), ww,
+            {"self_loops": loops, "parallel": parallel})
+
+
+def _cugraph_input(ctx):
+    """cuGraph's simple graph on the device (:func:`simple_undirected`), once per graph, not timed."""
+    if "cugraph_input" not in ctx:
+        xp = ctx["xp"]
+        src, dst, w, n = _device_arrays(ctx)
+        t0 = time.perf_counter()
+        lo, hi, ww, dropped = simple_undirected(src, dst, w, n, xp)
+        if 2 * lo.shape[0] >= 2**31:
+            raise ValueError(f"cuGraph's MST needs int32 edge offsets: {2 * lo.shape[0]:,} stored "
+                             "edges (both directions) >= 2**31")
+        _sync(xp)
+        ctx["cugraph_input"] = (lo, hi, ww, n)
+        ctx["cugraph_prep"] = {"seconds": time.perf_counter() - t0, "edges": int(lo.shape[0]),
+                               **dropped}
+    return ctx["cugraph_input"]
+
+
+def _cugraph_once(ctx):
+    import pylibcugraph as plc
+
+    xp = ctx["xp"]
+    lo, hi, w, n = _cugraph_input(ctx)
+    t0 = time.perf_counter()
+    handle = plc.ResourceHandle()
+    props = plc.GraphProperties(is_symmetric=True, is_multigraph=False)
+    # an undirected graph is stored in both directions
+    G = plc.SGGraph(handle, props, xp.concatenate((lo, hi)), xp.concatenate((hi, lo)),
+                    weight_array=xp.concatenate((w, w)), store_transposed=False,
+                    renumber=False, do_expensive_check=False)
+    _sync(xp)
+    t1 = time.perf_counter()
+    s, d, ew, _offsets = plc.minimum_spanning_tree(handle, G, False)
+    _sync(xp)
+    t2 = time.perf_counter()
+    # the forest comes back in both directions too: count each edge once
+    one_way = s < d
+    total = float(ew[one_way].sum())
+    out = {"times": {"total": t2 - t0, "build": t1 - t0, "call": t2 - t1},
+           "total_weight": _as_exact(total, ctx["arrays"][2]), "forest_edges": int(one_way.sum()),
+           "returned_rows": int(s.shape[0])}
+    del G, s, d, ew, _offsets, one_way
+    return out
+
+
+#: One run of each GPU method (device arrays and cuGraph's input made on first use).
+_GPU_ONCE = {"engine-gpu": _engine_gpu_once, "cugraph": _cugraph_once}
+
+
+def _run_gpu(name, ctx, repeat, warmup, log):
+    """A GPU method's runs on one graph, one after the other, then its memory handed back."""
+    xp = ctx["gpu_xp"][name]
+    ctx["xp"] = xp
+    try:
+        # made before the runs, so that no run's CPU time holds them either
+        _device_arrays(ctx)
+        if name == "cugraph":
+            _cugraph_input(ctx)
+            # cuGraph, the last GPU method, needs only its own input: room on the device
+            ctx.pop("device", None)
+            gc.collect()
+            _free_device_memory(xp)
+            prep = ctx["cugraph_prep"]
+            log(f"   cugraph input (not timed): {prep['edges']:,} edges, {prep['self_loops']:,} "
+                f"self-loops and {prep['parallel']:,} parallel edges dropped, {prep['seconds']:.2f} s")
+        out = _run_sequential(name, ctx, repeat, warmup, log, fn=_GPU_ONCE[name])
+        out["device_copy_seconds"] = ctx.get("device_copy_seconds")
+        if name == "cugraph":
+            out["prep"] = ctx.get("cugraph_prep")
+        return out
+    finally:
+        ctx.pop("cugraph_input", None)
+        gc.collect()
+        _free_device_memory(xp)
 
 
 # ---------------------------------------------------------------------------
@@ -566,11 +888,41 @@ def _time_cluster():
             "threads": sum(w.get("nthreads", 0) for w in workers.values())}
 
 
+def _done(res):
+    """A method's result holds timings (it ran; not failed, not unavailable)."""
+    return bool(res) and "error" not in res and "unavailable" not in res
+
+
+def _start_gpu_cluster(stack, report):
+    """The one-GPU-worker cluster of engine-gpu, in this process; start and stop timed.
+
+    One worker, one thread, ``resources={"GPU": 1}``: its tasks run the CuPy
+    kernels on chunks made from device arrays, which are not copied.
+    """
+    from .cluster import embedded
+
+    t0 = time.perf_counter()
+    cm = embedded(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None,
+                  resources={"GPU": 1})
+    client = cm.__enter__()
+    info = {"start_seconds": time.perf_counter() - t0, "stop_seconds": None,
+            "workers": 1, "threads": 1, "resources": {"GPU": 1}}
+    report["gpu_cluster"] = info
+
+    def stop(*exc):
+        t1 = time.perf_counter()
+        cm.__exit__(*exc)
+        info["stop_seconds"] = time.perf_counter() - t1
+
+    stack.push(stop)
+    return client
+
+
 def _check_agreement(gres):
     """Compare the methods of one graph; returns a list of problems (empty: all agree)."""
     problems = []
     meths = gres["methods"]
-    done = {k: v for k, v in meths.items() if "error" not in v}
+    done = {k: v for k, v in meths.items() if _done(v)}
     for k, v in done.items():
         if v.get("inconsistent"):
             problems.append(f"{k}: runs disagree on {', '.join(v['inconsistent'])}")
@@ -641,17 +993,31 @@ def run_bench(config, out_dir, *, repeat=None, only=None, methods=None, log=None
             print(msg, file=sys.stderr, flush=True)
 
     os.makedirs(out_dir, exist_ok=True)
+    gpu_methods = [m for m in cfg["methods"] if m in GPU_METHODS]
     report = {
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "command": " ".join(sys.argv),
         "machine": machine_info(),
-        "versions": versions(),
+        "versions": versions(gpu=bool(gpu_methods)),
         "config": cfg,
         "engine_settings": dict(zip(("light_factor", "min_degree"), _engine_settings())),
         "cluster": None,
         "graphs": [],
     }
-    uses_engine = any(m.startswith("engine") for m in cfg["methods"])
+    uses_engine = any(m in ("engine", "engine-distributed") for m in cfg["methods"])
+    # GPU methods that cannot run here are recorded with the reason, not run
+    gpu_xp, unavailable = {}, {}
+    for meth in gpu_methods:
+        xp, reason = gpu_method_status(meth)
+        if xp is None:
+            unavailable[meth] = reason
+            log(f"{meth}: unavailable: {reason}")
+        else:
+            gpu_xp[meth] = xp
+    if gpu_methods:
+        report["machine"]["gpu"] = gpu_info()
+        report["unavailable"] = unavailable
+        report["gpu_cluster"] = None
 
     def write():
         report["machine"]["loadavg_end"] = _loadavg()
@@ -676,7 +1042,17 @@ def run_bench(config, out_dir, *, repeat=None, only=None, methods=None, log=None
             from .cluster import embedded
 
             client = stack.enter_context(embedded())
-        ctx = {"client": client, "config": cfg, "engine_settings": _engine_settings()}
+        gpu_client = None
+        if "engine-gpu" in gpu_xp:
+            try:
+                gpu_client = _start_gpu_cluster(stack, report)
+                log(f"one-GPU-worker cluster start {report['gpu_cluster']['start_seconds']:.2f} s")
+            except Exception as exc:  # recorded; the other methods still run
+                unavailable["engine-gpu"] = ("the one-GPU-worker cluster did not start "
+                                             f"({type(exc).__name__}: {exc})")
+                log(f"engine-gpu: unavailable: {unavailable['engine-gpu']}")
+        ctx = {"client": client, "gpu_client": gpu_client, "gpu_xp": gpu_xp, "config": cfg,
+               "engine_settings": _engine_settings()}
         for gcfg in cfg["graphs"]:
             gen = dict(gcfg["generate"])
             kind = gen.pop("kind")
@@ -702,11 +1078,15 @@ def run_bench(config, out_dir, *, repeat=None, only=None, methods=None, log=None
                 results = {}
             for meth in cfg["methods"]:
                 gc.collect()
-                if meth not in results:
+                if meth in unavailable:
+                    results[meth] = {"unavailable": unavailable[meth]}
+                elif meth not in results:
                     t0 = time.perf_counter()
                     try:
                         if meth == "rustworkx":
                             res = _rustworkx_method(ctx, cfg["repeat"], cfg["warmup"], log)
+                        elif meth in GPU_METHODS:
+                            res = _run_gpu(meth, ctx, cfg["repeat"], cfg["warmup"], log)
                         else:
                             res = _run_sequential(meth, ctx, cfg["repeat"], cfg["warmup"], log)
                     except Exception as exc:  # recorded; the other methods still run
@@ -718,13 +1098,16 @@ def run_bench(config, out_dir, *, repeat=None, only=None, methods=None, log=None
                 res = results[meth]
                 gres["methods"][meth] = res
                 gc.collect()
-                if "error" not in res:
+                if _done(res):
                     key = "call" if meth == "rustworkx" else "total"
                     log(f"   {meth:<19} min {res['min'][key]:8.3f} s  median "
                         f"{res['median'][key]:8.3f} s  weight {res.get('total_weight')}"
                         + (" (call only)" if key == "call" else ""))
             ctx.pop("arrays")
+            ctx.pop("device", None)
             gc.collect()
+            for xp in set(gpu_xp.values()):
+                _free_device_memory(xp)
             gres["loadavg_end"] = _loadavg()
             problems = _check_agreement(gres)
             for p in problems:
@@ -764,7 +1147,7 @@ def _gmean(xs):
 
 def _get(meths, meth, stat, key):
     m = meths.get(meth)
-    if not m or "error" in m:
+    if not _done(m):
         return None
     return m[stat].get(key)
 
@@ -820,8 +1203,99 @@ def summarise(report):
                 f"on each graph: max {_fmt_r(max([x for x in kr if x is not None], default=None))}",
                 kr, lambda v: len(v) == len(rows) and max(v) <= tg["kernels_ratio_max"])
         out[stat] = {"rows": rows, "geomean": gm, "targets": targets}
+        if any(m in GPU_METHODS for m in report["config"]["methods"]):
+            gpu_rows = _gpu_rows(report, stat)
+            out[stat]["gpu_rows"] = gpu_rows
+            out[stat]["gpu_targets"] = _gpu_targets(report, gpu_rows)
     out["all_agree"] = all(g.get("agree") for g in report["graphs"])
     return out
+
+
+def _gpu_rows(report, stat):
+    rows = []
+    for g in report["graphs"]:
+        M = g["methods"]
+        eg = _get(M, "engine-gpu", stat, "total")
+        cg = _get(M, "cugraph", stat, "total")
+        cpu = _get(M, "engine", stat, "total")
+        rows.append({
+            "graph": g["name"],
+            "engine_gpu": eg,
+            "kernel": _get(M, "engine-gpu", stat, "kernel"),
+            "engine_cpu": cpu,
+            "cugraph": cg,
+            "cugraph_build": _get(M, "cugraph", stat, "build"),
+            "cugraph_call": _get(M, "cugraph", stat, "call"),
+            "speedup_cugraph": _ratio(cg, eg),
+            "speedup_cpu": _ratio(cpu, eg),
+        })
+    return rows
+
+
+def _why_missing(report, meth, graph=None):
+    """Why a method has no time (on a graph): unavailable, failed, or not configured."""
+    if meth not in report["config"]["methods"]:
+        return f"{meth} is not among the config's methods"
+    if meth in (report.get("unavailable") or {}):
+        return f"{meth} unavailable here"  # the reason: listed above and in report["unavailable"]
+    for g in report["graphs"]:
+        if graph in (None, g["name"]) and "error" in g["methods"].get(meth, {}):
+            return f"{meth} failed on {g['name']}"
+    return f"no {meth} result"
+
+
+def _gpu_targets(report, rows):
+    """Verdicts of :data:`GPU_TARGETS`: ``pass`` is True, False or None (not measured, with ``note``)."""
+    tg = report["config"]["targets"]
+    out = []
+    # engine-gpu >= cugraph_each x faster than cuGraph build+call on each graph
+    t = tg["cugraph_each"]
+    sp = {r["graph"]: r["speedup_cugraph"] for r in rows}
+    measured = [v for v in sp.values() if v is not None]
+    missing = [g for g, v in sp.items() if v is None]
+    note = None
+    if measured and min(measured) < t:
+        ok = False
+    elif missing or not rows:
+        ok = None
+        why = []
+        for g in missing or [None]:
+            for m in ("engine-gpu", "cugraph"):
+                if g is None or not _done(_graph(report, g)["methods"].get(m)):
+                    w = _why_missing(report, m, g)
+                    if w not in why:
+                        why.append(w)
+        note = "; ".join(why) or "no graph run"
+    else:
+        ok = True
+    out.append({"target": "cugraph_each", "pass": ok, "note": note,
+                "description": f">= {t:g}x faster than cuGraph build+call on each graph: min "
+                               f"{_fmt_x(min(measured, default=None))}"
+                               + (f" (measured on {len(measured)} of {len(rows)} graphs)"
+                                  if missing else "")})
+    # end to end and kernel time on the circulant graph
+    name = tg.get("gpu_graph")
+    row = next((r for r in rows if r["graph"] == name), None)
+    for key, col, what in (("circulant_total_s", "engine_gpu", "end to end from device-resident arrays"),
+                           ("circulant_kernel_s", "kernel", "kernel time (phase seconds summed)")):
+        t = tg[key]
+        v = row[col] if row else None
+        if name is None:
+            note = "no targets.gpu_graph in the config"
+        elif row is None:
+            note = f"graph {name} was not run"
+        elif v is None:
+            note = _why_missing(report, "engine-gpu", name)
+        else:
+            note = None
+        out.append({"target": key, "pass": None if v is None else v < t, "note": note,
+                    "description": f"engine-gpu {what} on {name or 'the gpu_graph'} under {t:g} s: "
+                                   f"{_fmt_s(v)} s"})
+    return out
+
+
+def _graph(report, name):
+    return next((g for g in report["graphs"] if g["name"] == name), {"methods": {}})
 
 
 def _fmt_s(x):
@@ -854,32 +1328,19 @@ def _fmt_m(m):
     return f"{m / 1e6:.1f}M" if m >= 1e6 else (f"{m / 1e3:.0f}k" if m >= 1e3 else str(m))
 
 
-def format_report(report):
-    """The markdown report: main table, targets, engine details."""
-    s = report.get("summary") or summarise(report)
-    mi = report["machine"]
-    lines = []
-    lines.append("# mst-dist benchmark")
-    lines.append("")
-    mem = mi.get("memory_total_bytes")
-    v = report["versions"]
-    lines.append(f"Machine: {mi.get('cpu_model')}, {mi.get('cpu_count')} CPUs"
-                 f"{f', {mem / 2**30:.1f} GiB' if mem else ''}; {mi.get('platform')}; Python {mi.get('python')}.  ")
-    lines.append("Versions: " + ", ".join(f"{k} {v[k]}" for k in
-                                          ("mst_dist", "numpy", "numba", "dask", "scipy", "rustworkx")
-                                          if v.get(k)) +
-                 f"; numba threads {v.get('numba_threads')}"
-                 + (f"; commit {v['git_commit'][:10]}{' (with local edits)' if v.get('git_dirty') else ''}"
-                    if v.get("git_commit") else "") + ".  ")
-    lines.append(f"Runs: {report['config']['warmup']} warm-up + {report['config']['repeat']} timed per method "
-                 f"({report['config'].get('schedule', 'sequential')}); "
-                 f"load average at start {mi.get('loadavg_start')}, at end {mi.get('loadavg_end')}.")
-    cl = report.get("cluster")
-    if cl:
-        lines.append("")
-        lines.append(f"Embedded default cluster ({cl['workers']} worker × {cl['threads']} threads): start "
-                     f"{cl['start_seconds']:.2f} s, stop {cl['stop_seconds']:.2f} s, paid once by a call "
-                     "without a client and not included in the engine times below.")
+#: Methods of the CPU table; a config with GPU methods and none of these shows the GPU table only.
+_CPU_TABLE_METHODS = ("engine-distributed", "kernels-loop", "kernels-loop-dedupe", "scipy", "rustworkx")
+
+
+def _md_agreement(report, s, lines):
+    lines.append(f"- total weights agree on every graph: **{'yes' if s['all_agree'] else 'NO'}**")
+    for g in report["graphs"]:
+        for p in g.get("problems", []):
+            lines.append(f"  - {g['name']}: {p}")
+
+
+def _md_cpu(report, s, lines):
+    """The CPU table (engine against the kernels, scipy and rustworkx) and its targets."""
     lines.append("")
     lines.append("Times in seconds, from int64 arrays in memory to the result in hand; min of the timed runs "
                  "(median in brackets for the engine).")
@@ -926,10 +1387,142 @@ def format_report(report):
         verdict = {True: "PASS", False: "FAIL", None: "n/a"}[t["pass"]]
         mv = {True: "pass", False: "fail", None: "n/a"}[med[t["target"]]["pass"]]
         lines.append(f"- **{verdict}** {t['description']} (min times; with medians: {mv})")
-    lines.append(f"- total weights agree on every graph: **{'yes' if s['all_agree'] else 'NO'}**")
+    _md_agreement(report, s, lines)
+
+
+def _md_gpu_header(report, lines):
+    """The GPU, the one-GPU-worker cluster and the methods that could not run here."""
+    gi = report["machine"].get("gpu") or {}
+    devs = gi.get("devices") or []
+    v = report["versions"]
+    lines.append("")
+    if devs:
+        lines.append("GPU: " + ", ".join(f"{d['name']} ({d['memory_bytes'] / 2**30:.0f} GiB, "
+                                         f"compute {d['compute_capability']})" for d in devs)
+                     + f"; CUDA driver {gi.get('driver_version')}, runtime {gi.get('runtime_version')}; "
+                     + ", ".join(f"{k} {v[k]}" for k in ("cupy", "pylibcugraph", "dask_cuda") if v.get(k))
+                     + ".  ")
+    else:
+        lines.append("GPU: none visible to CuPy in this process.  ")
+    gc_ = report.get("gpu_cluster")
+    if gc_:
+        stop = gc_.get("stop_seconds")
+        lines.append(f"One-GPU-worker cluster (in process, 1 worker × 1 thread, resources GPU=1): start "
+                     f"{gc_['start_seconds']:.2f} s, stop {'–' if stop is None else f'{stop:.2f} s'}, "
+                     "not included in the engine-gpu times.  ")
+    unavailable = report.get("unavailable") or {}
+    if unavailable:
+        lines.append("")
+        lines.append("**Unavailable here** (not run; their targets are not measured):")
+        lines.append("")
+        for m, reason in unavailable.items():
+            lines.append(f"- `{m}`: {reason}")
+
+
+def _gpu_cell(M, meth, text):
+    """``text`` when ``meth`` ran; else why not, in one word."""
+    m = M.get(meth)
+    if _done(m):
+        return text
+    if not m:
+        return "–"
+    return "unavailable" if "unavailable" in m else "failed"
+
+
+def _md_gpu(report, s, lines, agreement):
+    """The GPU table (engine-gpu, the engine on the CPU workers, cuGraph) and the GPU targets."""
+    lines.append("")
+    lines.append("## GPU: engine-gpu (one GPU worker) against the CPU workers and cuGraph")
+    lines.append("")
+    lines.append("Seconds, min of the timed runs (median in brackets).  engine-gpu: from edge arrays already "
+                 "on the device (`Graph.from_arrays` + `minimum_spanning_forest(backend=\"gpu\")`); kernel: "
+                 "its phase seconds summed over rounds; H2D / D2H: bytes the run copied host to device "
+                 "and back.  engine: the CPU workers (embedded default, `backend=\"cpu\"`) from host "
+                 "arrays.  "
+                 "cuGraph: `pylibcugraph.minimum_spanning_tree`, build (both directions, `SGGraph`) and "
+                 "call, on its simple input made beforehand (not timed).")
+    lines.append("")
+    hdr = ["graph", "m", "engine-gpu s", "kernel s", "H2D / D2H MB", "engine (CPU workers) s",
+           "GPU vs CPU workers", "cuGraph build s", "cuGraph call s", "cuGraph build+call s",
+           "vs cuGraph", "cuGraph input: edges (self-loops, parallel dropped)", "weights agree"]
+    lines.append("| " + " | ".join(hdr) + " |")
+    lines.append("|" + "|".join(["---"] + ["---:"] * (len(hdr) - 2) + ["---"]) + "|")
+    rows = {r["graph"]: r for r in s["min"]["gpu_rows"]}
     for g in report["graphs"]:
-        for p in g.get("problems", []):
-            lines.append(f"  - {g['name']}: {p}")
+        r = rows[g["name"]]
+        M = g["methods"]
+        eg = M.get("engine-gpu") or {}
+        med = _get(M, "engine-gpu", "median", "total")
+
+        def mb(x):
+            return "?" if x is None else f"{x / 1e6:.1f}"
+
+        cg = M.get("cugraph") or {}
+        prep = cg.get("prep") or {}
+        lines.append("| " + " | ".join([
+            g["name"], _fmt_m(g["m"]),
+            _gpu_cell(M, "engine-gpu",
+                      _fmt_s(r["engine_gpu"]) + (f" ({_fmt_s(med)})" if med is not None else "")),
+            _gpu_cell(M, "engine-gpu", _fmt_s(r["kernel"])),
+            _gpu_cell(M, "engine-gpu", f"{mb(eg.get('h2d_bytes'))} / {mb(eg.get('d2h_bytes'))}"),
+            _gpu_cell(M, "engine", _fmt_s(r["engine_cpu"])), _fmt_x(r["speedup_cpu"]),
+            _gpu_cell(M, "cugraph", _fmt_s(r["cugraph_build"])),
+            _gpu_cell(M, "cugraph", _fmt_s(r["cugraph_call"])),
+            _gpu_cell(M, "cugraph", _fmt_s(r["cugraph"])), _fmt_x(r["speedup_cugraph"]),
+            _gpu_cell(M, "cugraph", f"{_fmt_m(prep.get('edges', 0))} ({prep.get('self_loops', 0):,}, "
+                                    f"{prep.get('parallel', 0):,})"),
+            "yes" if g.get("agree") else "**NO**",
+        ]) + " |")
+    lines.append("")
+    lines.append("## GPU targets (engine-gpu on one GPU worker)")
+    lines.append("")
+    med = {t["target"]: t for t in s["median"]["gpu_targets"]}
+    for t in s["min"]["gpu_targets"]:
+        if t["pass"] is None:
+            lines.append(f"- **NOT MEASURED** {t['description']} ({t['note']})")
+            continue
+        mv = {True: "pass", False: "fail", None: "not measured"}[med[t["target"]]["pass"]]
+        lines.append(f"- **{'PASS' if t['pass'] else 'FAIL'}** {t['description']} "
+                     f"(min times; with medians: {mv})")
+    if agreement:
+        _md_agreement(report, s, lines)
+
+
+def format_report(report):
+    """The markdown report: main table, targets, engine details."""
+    s = report.get("summary") or summarise(report)
+    mi = report["machine"]
+    lines = []
+    lines.append("# mst-dist benchmark")
+    lines.append("")
+    mem = mi.get("memory_total_bytes")
+    v = report["versions"]
+    lines.append(f"Machine: {mi.get('cpu_model')}, {mi.get('cpu_count')} CPUs"
+                 f"{f', {mem / 2**30:.1f} GiB' if mem else ''}; {mi.get('platform')}; Python {mi.get('python')}.  ")
+    lines.append("Versions: " + ", ".join(f"{k} {v[k]}" for k in
+                                          ("mst_dist", "numpy", "numba", "dask", "scipy", "rustworkx")
+                                          if v.get(k)) +
+                 f"; numba threads {v.get('numba_threads')}"
+                 + (f"; commit {v['git_commit'][:10]}{' (with local edits)' if v.get('git_dirty') else ''}"
+                    if v.get("git_commit") else "") + ".  ")
+    lines.append(f"Runs: {report['config']['warmup']} warm-up + {report['config']['repeat']} timed per method "
+                 f"({report['config'].get('schedule', 'sequential')}); "
+                 f"load average at start {mi.get('loadavg_start')}, at end {mi.get('loadavg_end')}.")
+    cl = report.get("cluster")
+    if cl:
+        lines.append("")
+        lines.append(f"Embedded default cluster ({cl['workers']} worker × {cl['threads']} threads): start "
+                     f"{cl['start_seconds']:.2f} s, stop {cl['stop_seconds']:.2f} s, paid once by a call "
+                     "without a client and not included in the engine times below.")
+    methods = report["config"]["methods"]
+    gpu = any(m in GPU_METHODS for m in methods)
+    if gpu:
+        _md_gpu_header(report, lines)
+    cpu_table = not gpu or any(m in _CPU_TABLE_METHODS for m in methods)
+    if cpu_table:
+        _md_cpu(report, s, lines)
+    if gpu:
+        _md_gpu(report, s, lines, agreement=not cpu_table)
     lines.append("")
     lines.append("## Engine details (best run)")
     lines.append("")
@@ -993,13 +1586,14 @@ def main(config_path, out_dir="bench-out", repeat=None, only=None, methods=None,
 def build_parser(parser=None):
     p = parser or argparse.ArgumentParser(
         prog="python -m mst_dist.bench",
-        description="Benchmark the engine against scipy and rustworkx on the graphs of a config.")
+        description="Benchmark the engine against scipy, rustworkx and cuGraph on the graphs of a "
+                    "config (GPU methods without a GPU: reported unavailable, with the reason).")
     p.add_argument("config", help="benchmark YAML (e.g. configs/bench-cpu.yaml)")
     p.add_argument("--out", default="bench-out", help="output folder for bench.json and bench.md")
     p.add_argument("--repeat", type=int, default=None, help="timed runs per method (default: config)")
     p.add_argument("--only", default=None, help="comma-separated graph names to run")
     p.add_argument("--methods", default=None,
-                   help=f"comma-separated subset of: {', '.join(METHODS)}")
+                   help=f"comma-separated subset of: {', '.join(ALL_METHODS)}")
     p.add_argument("--no-strict", action="store_true",
                    help="exit 0 even when methods disagree on a total weight")
     return p
