@@ -29,9 +29,11 @@ __all__ = [
     "load_run_config",
     "read_run_config",
     "validate_run_config",
+    "run_settings",
     "GENERATOR_PARAMS",
     "BACKENDS",
     "CLUSTER_KINDS",
+    "WORKER_KINDS",
     "JOBQUEUE_KEYS",
 ]
 
@@ -118,9 +120,17 @@ _COMMON_GENERATE = {
 }
 _WEIGHTS = ("int", "float")
 
-_TOP_KEYS = ("graph", "n_vertices", "backend", "partitions", "local_finish", "output", "cluster")
+_TOP_KEYS = ("graph", "n_vertices", "backend", "partitions", "local_finish", "placement", "output",
+             "cluster")
 _GRAPH_KEYS = ("generate", "input", "format", "options")
 _OUTPUT_KEYS = ("path", "format")
+#: Kinds of worker a ``placement.throughput`` mapping rates (GPU workers advertise resources GPU=1).
+WORKER_KINDS = ("gpu", "cpu")
+#: placement key -> (type, engine setting it defaults to)
+_PLACEMENT_KEYS = {
+    "throughput": ("mapping|null", "placement.throughput"),
+    "calibration_edges": ("int", "placement.calibration-edges"),
+}
 #: Cluster kinds a run config may name (see ``mst_dist/mst-dist.yaml`` and ``cluster/``).
 CLUSTER_KINDS = ("local", "local-cuda", "address", "slurm", "pbs", "mpi")
 _CLUSTER_KINDS = CLUSTER_KINDS
@@ -321,6 +331,30 @@ def _validate_output(raw, source):
     return {"path": path, "format": fmt}
 
 
+def _validate_placement(raw, source):
+    """The ``placement`` section: fixed relative throughputs of GPU and CPU workers, or ``null``
+    (measured by a calibration task of ``calibration_edges`` edges); unset keys from the engine
+    settings ``mst.placement.*``."""
+    import math
+
+    raw = _mapping("placement", raw if raw is not None else {}, tuple(_PLACEMENT_KEYS), source)
+    out = {}
+    for name, (spec, setting) in _PLACEMENT_KEYS.items():
+        out[name] = _setting(f"placement.{name}", raw, name, setting, spec, source)
+    tp = out["throughput"]
+    if tp is not None:
+        path = "placement.throughput" if "throughput" in raw else "mst.placement.throughput (dask config)"
+        tp = _mapping(path, tp, WORKER_KINDS, source, required=WORKER_KINDS)
+        for kind in WORKER_KINDS:
+            value = _check_type(f"{path}.{kind}", tp[kind], "float", source)
+            if not (math.isfinite(value) and value > 0):
+                _fail(f"{path}.{kind}", f"must be a finite number > 0 (edges/second of one {kind} "
+                      f"worker relative to the other kind), got {value!r}", source)
+        out["throughput"] = {kind: tp[kind] for kind in WORKER_KINDS}
+    _check_min("placement.calibration_edges", out["calibration_edges"], 1, source)
+    return out
+
+
 def _kinds_text(kinds):
     return ("kind " if len(kinds) == 1 else "kinds ") + ", ".join(repr(k) for k in kinds)
 
@@ -368,8 +402,9 @@ def validate_run_config(raw, source=None, check_paths=True):
 
     Returns a new dict with every top-level key present: ``graph``
     (``{"generate": {...}}`` or ``{"input": path}``), ``n_vertices``,
-    ``backend``, ``partitions``, ``local_finish``, ``output`` (``None`` or
-    ``{"path", "format"}``) and ``cluster``.  Raises :class:`ConfigError`
+    ``backend``, ``partitions``, ``local_finish``, ``placement``
+    (``{"throughput": None or {"gpu": x, "cpu": y}, "calibration_edges": n}``),
+    ``output`` (``None`` or ``{"path", "format"}``) and ``cluster``.  Raises :class:`ConfigError`
     naming the first bad key path; ``source`` (a file name) prefixes the
     message.  ``check_paths=False`` leaves out the check that an input file
     exists here (``mst-dist submit``: the workers read it, and check it).
@@ -406,9 +441,27 @@ def validate_run_config(raw, source=None, check_paths=True):
         _check_min("local_finish", lf, 0, source)
     out["local_finish"] = lf
 
+    out["placement"] = _validate_placement(raw.get("placement"), source)
     out["output"] = _validate_output(raw.get("output"), source)
     out["cluster"] = _validate_cluster(raw.get("cluster"), source)
     return out
+
+
+def run_settings(cfg):
+    """The engine settings a validated run config sets for its run, as ``dask.config`` keys.
+
+    The engine reads chunk placement from ``mst.placement.*``; a run config's
+    ``placement`` section applies to its run through ``dask.config.set``:
+
+    >>> cfg = validate_run_config({"graph": {"generate": {"kind": "grid", "rows": 3, "cols": 4}},
+    ...                            "placement": {"throughput": {"gpu": 40, "cpu": 1}}})
+    >>> with dask.config.set(run_settings(cfg)):
+    ...     dask.config.get("mst.placement.throughput")
+    {'gpu': 40, 'cpu': 1}
+    """
+    placement = cfg["placement"]
+    return {"mst.placement.throughput": placement["throughput"],
+            "mst.placement.calibration-edges": placement["calibration_edges"]}
 
 
 def read_run_config(path):

@@ -60,7 +60,14 @@ def job_cluster(cfg):
 
 
 def local_cuda_cluster(cfg):
-    """A dask-cuda ``LocalCUDACluster`` (one worker per visible GPU, ``resources={"GPU": 1}``)."""
+    """A dask-cuda ``LocalCUDACluster``: one worker process per visible GPU.
+
+    Each worker advertises ``resources={"GPU": 1}`` (the engine runs the CuPy
+    kernels on the chunks it places there), has ``threads_per_worker`` threads
+    (default one: a thread drives the device) and, unless ``warmup`` is off,
+    preloads :mod:`mst_dist.warmup`, which compiles the kernels as it starts.
+    Without dask-cuda: an :class:`ImportError` saying ``pip install 'mst-dist[gpu]'``.
+    """
     dc = _need("dask_cuda", "gpu", "cluster kind 'local-cuda'")
     kw = {"threads_per_worker": cfg.get("threads_per_worker") or 1,
           "memory_limit": cfg.get("memory_limit", "auto"),
@@ -140,12 +147,15 @@ def _ready(client, cfg, what, n=1):
 
 
 @contextlib.contextmanager
-def open_cluster(cfg):
+def open_cluster(cfg, gpu=False):
     """A client of the cluster a ``cluster`` section describes, closed (jobs cancelled) on exit.
 
     Yields ``None`` on the MPI ranks that served as scheduler or workers,
     after the run on rank 1 has finished.  Clusters mst-dist starts get the
-    dashboard's MST page (:mod:`mst_dist.dashboard`).
+    dashboard's MST page (:mod:`mst_dist.dashboard`).  ``gpu`` (kind
+    ``local`` only): the in-process workers advertise ``resources={"GPU": 1}``
+    and run the GPU kernels on this machine's device, as the engine's
+    embedded default does where it can.
     """
     from distributed import Client
 
@@ -156,7 +166,8 @@ def open_cluster(cfg):
         from .cluster import embedded
 
         with embedded(n_workers=cfg.get("n_workers") or 1, threads_per_worker=cfg.get("threads_per_worker"),
-                      processes=cfg.get("processes"), dashboard_address=cfg.get("dashboard_address")) as c:
+                      processes=cfg.get("processes"), dashboard_address=cfg.get("dashboard_address"),
+                      gpu=gpu) as c:
             yield c
         return
     if kind == "address":

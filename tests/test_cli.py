@@ -2,6 +2,7 @@
 import json
 import logging
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -307,9 +308,115 @@ def test_default_cluster_is_embedded():
     assert client.status == "closed"
 
 
-def test_gpu_backend_refused():
-    with pytest.raises(ConfigError, match="backend: 'gpu' is not supported"):
-        cli._engine_kwargs(cfg_of("--generate", "hypercube", "--d", "2", "--backend", "gpu"), None)
+def test_gpu_backend_passed_through(tmp_path):
+    """--backend gpu and `backend: gpu` reach the engine as they are: it decides what the cluster can run."""
+    kw = cli._engine_kwargs(cfg_of("--generate", "hypercube", "--d", "2", "--backend", "gpu"), None)
+    assert kw["backend"] == "gpu"
+    (tmp_path / "run.yaml").write_text("graph: {generate: {kind: hypercube, d: 2}}\nbackend: gpu\n")
+    assert cli._engine_kwargs(cfg_of(str(tmp_path / "run.yaml")), None)["backend"] == "gpu"
+    assert cli._engine_kwargs(cfg_of(str(tmp_path / "run.yaml"), "--backend", "cpu"), None)["backend"] == "cpu"
+    assert cli._engine_kwargs(cfg_of("--generate", "hypercube", "--d", "2"), None)["backend"] == "auto"
+
+
+def _one_line_error(err):
+    assert err.startswith("mst-dist: error: "), err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    return err
+
+
+@pytest.mark.usefixtures("restore_logging")
+def test_gpu_backend_without_gpus_names_the_extra(monkeypatch, capsys):
+    """On a machine without GPUs (CuPy and dask-cuda made unimportable here) --backend gpu exits
+    with status 2 and a one-line error that says how to install the GPU extra."""
+    from mst_dist.kernels import gpu
+
+    for name in ("cupy", "dask_cuda"):
+        monkeypatch.setitem(sys.modules, name, None)  # import fails as if not installed
+    gpu._gpu_ready.cache_clear()  # what this process found before (a GPU, on a machine with one)
+    try:
+        assert cli.main(["run", "--generate", "hypercube", "--d", "3", "--backend", "gpu", "-q"]) == 2
+    finally:
+        gpu._gpu_ready.cache_clear()
+    err = _one_line_error(capsys.readouterr().err)
+    assert re.search(r"pip install '?mst-dist\[gpu\]'?", err), err
+
+
+@pytest.mark.usefixtures("restore_logging")
+def test_engine_gpu_refusal_is_a_one_line_error(monkeypatch, capsys):
+    """The engine's GPUUnavailableError (no GPU workers, no CuPy) is the CLI's one-line error, status 2."""
+    message = ("backend='gpu' needs GPU workers, and none of the cluster's 1 worker(s) advertises "
+               "resources={'GPU': 1}. A GPU worker needs CuPy: pip install 'mst-dist[gpu]'")
+
+    def refuse(graph, client=None, **kw):
+        assert kw["backend"] == "gpu"
+        raise mst_dist.GPUUnavailableError(message)
+
+    monkeypatch.setattr(mst_dist, "minimum_spanning_forest", refuse)
+    monkeypatch.setattr(cli, "_local_gpu", lambda cfg: False)  # the engine, not the CLI, refuses here
+    assert cli.main(["run", "--generate", "hypercube", "--d", "2", "--backend", "gpu", "-q"]) == 2
+    assert _one_line_error(capsys.readouterr().err) == f"mst-dist: error: {message}\n"
+
+
+@pytest.mark.usefixtures("restore_logging")
+@pytest.mark.parametrize("backend", ["gpu", "auto"])
+def test_local_cluster_gets_the_gpu(capsys, backend):
+    """Kind local with a usable GPU (here the numpy stand-in of the GPU kernels): its in-process
+    worker is a GPU worker, as the engine's embedded default is; backend gpu runs there."""
+    import dask.config
+
+    with dask.config.set({"mst.gpu.array-module": "numpy"}):
+        assert cli.main(["run", "--generate", "grid", "--rows", "30", "--cols", "30", "--local-finish", "0",
+                         "--backend", backend, "-q", "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["config"]["backend"] == backend
+    assert [w["resources"] for w in rep["cluster"]["workers"]] == [{"GPU": 1}]
+    assert rep["summary"]["forest_edges"] == 899
+
+
+def test_local_gpu_only_for_local_kind_and_gpu_backends():
+    import dask.config
+
+    with dask.config.set({"mst.gpu.array-module": "numpy"}):
+        assert cli._local_gpu(cfg_of("--generate", "hypercube", "--d", "2")) is True
+        assert cli._local_gpu(cfg_of("--generate", "hypercube", "--d", "2", "--backend", "cpu")) is False
+        assert cli._local_gpu(cfg_of("--generate", "hypercube", "--d", "2", "--scheduler", "tcp://h:1",
+                                     "--backend", "gpu")) is False  # the cluster's workers decide
+
+
+@pytest.mark.usefixtures("restore_logging")
+def test_other_engine_errors_are_not_rewritten(monkeypatch):
+    def fail(graph, client=None, **kw):
+        raise RuntimeError("something else broke")
+
+    monkeypatch.setattr(mst_dist, "minimum_spanning_forest", fail)
+    with pytest.raises(RuntimeError, match="something else broke"):
+        cli.main(["run", "--generate", "hypercube", "--d", "2", "-q"])
+
+
+@pytest.mark.usefixtures("restore_logging")
+def test_placement_applies_to_the_run(tmp_path, monkeypatch, capsys):
+    """A run config's placement section is the dask config mst.placement.* during its run only."""
+    import dask.config
+
+    real = mst_dist.minimum_spanning_forest
+    seen = {}
+
+    def spy(graph, client=None, **kw):
+        seen["throughput"] = dask.config.get("mst.placement.throughput")
+        seen["calibration"] = dask.config.get("mst.placement.calibration-edges")
+        seen["backend"] = kw["backend"]
+        return real(graph, client, **kw)
+
+    monkeypatch.setattr(mst_dist, "minimum_spanning_forest", spy)
+    (tmp_path / "run.yaml").write_text(
+        "graph: {generate: {kind: grid, rows: 4, cols: 5}}\n"
+        "placement:\n  throughput: {gpu: 40, cpu: 1}\n  calibration_edges: 4096\n")
+    assert cli.main(["run", str(tmp_path / "run.yaml"), "-q", "--json"]) == 0
+    assert seen == {"throughput": {"gpu": 40, "cpu": 1}, "calibration": 4096, "backend": "auto"}
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["config"]["placement"] == {"throughput": {"gpu": 40, "cpu": 1}, "calibration_edges": 4096}
+    assert rep["summary"]["forest_edges"] == 19
+    assert dask.config.get("mst.placement.throughput") is None  # restored after the run
 
 
 @pytest.mark.usefixtures("restore_logging")

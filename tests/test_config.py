@@ -54,6 +54,9 @@ EXPECTED_DEFAULTS = {
     "cluster.warmup": True,
     "cluster.wait-timeout": 600,
     "cluster.jobs": 1,
+    "gpu.array-module": "cupy",
+    "placement.throughput": None,
+    "placement.calibration-edges": 1048576,
 }
 
 
@@ -146,6 +149,7 @@ def test_minimal_run_config_defaults():
     assert cfg["local_finish"] == "auto"
     assert cfg["output"] is None
     assert cfg["n_vertices"] is None
+    assert cfg["placement"] == {"throughput": None, "calibration_edges": 1048576}
     assert cfg["cluster"] == {"kind": "local", "n_workers": None,
                               "threads_per_worker": None, "processes": False,
                               "dashboard_address": "127.0.0.1:0"}
@@ -176,6 +180,23 @@ def test_example_rmat_config():
     assert cfg["cluster"] == {"kind": "local", "n_workers": 2,
                               "threads_per_worker": 1, "processes": True,
                               "dashboard_address": "127.0.0.1:0"}
+
+
+def test_example_gpu_configs(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    cuda = load_run_config(os.path.join(ROOT, "configs", "example-local-cuda.yaml"))
+    assert cuda["backend"] == "auto"
+    assert cuda["cluster"]["kind"] == "local-cuda" and cuda["cluster"]["warmup"] is True
+    assert cuda["cluster"]["threads_per_worker"] == 1
+    mixed = load_run_config(os.path.join(ROOT, "configs", "example-mixed.yaml"))
+    assert mixed["backend"] == "auto"
+    assert mixed["cluster"]["kind"] == "address" and mixed["cluster"]["address"].startswith("tcp://")
+    assert mixed["placement"] == {"throughput": None, "calibration_edges": 1048576}
+    with open(os.path.join(ROOT, "configs", "example-mixed.yaml")) as f:
+        text = f.read()
+    # the commands it documents: one scheduler, the CPU and the GPU worker specs
+    for spec in ("workers/cpu-worker.yaml", "workers/gpu-worker.yaml"):
+        assert f"--spec-file {spec}" in text and os.path.exists(os.path.join(ROOT, spec))
 
 
 def test_full_run_config(tmp_path):
@@ -364,3 +385,68 @@ def test_load_pathlike(tmp_path):
     p = tmp_path / "run.yaml"
     p.write_text("graph: {generate: {kind: hypercube, d: 3}}\n")
     assert load_run_config(p)["graph"]["generate"]["d"] == 3
+
+
+# --------------------------------------------------------------------------
+# placement: how chunks are shared between GPU and CPU workers
+# --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("section, expect", [
+    ({"throughput": {"gpu": 40, "cpu": 1}}, {"throughput": {"gpu": 40, "cpu": 1}, "calibration_edges": 1048576}),
+    ({"throughput": {"cpu": 0.5, "gpu": 12.5}, "calibration-edges": 4096},
+     {"throughput": {"gpu": 12.5, "cpu": 0.5}, "calibration_edges": 4096}),
+    ({"throughput": None}, {"throughput": None, "calibration_edges": 1048576}),
+    ({}, {"throughput": None, "calibration_edges": 1048576}),
+    (None, {"throughput": None, "calibration_edges": 1048576}),
+])
+def test_placement_section(section, expect):
+    assert validate_run_config({**gen(), "placement": section})["placement"] == expect
+
+
+@pytest.mark.parametrize("section, expect", [
+    ([40, 1], "placement: expected mapping, got list"),
+    ({"thruput": {"gpu": 4, "cpu": 1}}, "placement.thruput: unknown key; allowed: throughput, calibration_edges"),
+    ({"throughput": 40}, "placement.throughput: expected mapping or null, got int 40"),
+    ({"throughput": {"gpu": 40}}, "placement.throughput.cpu: missing required key (needed here: gpu, cpu)"),
+    ({"throughput": {"gpu": 40, "cpu": 1, "tpu": 9}}, "placement.throughput.tpu: unknown key; allowed: gpu, cpu"),
+    ({"throughput": {"gpu": "fast", "cpu": 1}}, "placement.throughput.gpu: expected float, got str 'fast'"),
+    ({"throughput": {"gpu": True, "cpu": 1}}, "placement.throughput.gpu: expected float, got bool True"),
+    ({"throughput": {"gpu": 40, "cpu": 0}}, "placement.throughput.cpu: must be a finite number > 0"),
+    ({"throughput": {"gpu": -2.0, "cpu": 1}}, "placement.throughput.gpu: must be a finite number > 0"),
+    ({"throughput": {"gpu": float("nan"), "cpu": 1}}, "placement.throughput.gpu: must be a finite number > 0"),
+    ({"throughput": {"gpu": float("inf"), "cpu": 1}}, "placement.throughput.gpu: must be a finite number > 0"),
+    ({"calibration_edges": 0}, "placement.calibration_edges: must be >= 1"),
+    ({"calibration_edges": 1e6}, "placement.calibration_edges: expected int, got float 1000000.0"),
+])
+def test_placement_errors_name_key(section, expect):
+    assert error_of({**gen(), "placement": section}).startswith(expect)
+
+
+def test_placement_from_dask_config_and_env(fresh_config):
+    with dask.config.set({"mst.placement.throughput": {"gpu": 20, "cpu": 2}}):
+        assert validate_run_config(gen())["placement"]["throughput"] == {"gpu": 20, "cpu": 2}
+        # the run config beats the dask config
+        assert validate_run_config({**gen(), "placement": {"throughput": None}})["placement"]["throughput"] is None
+    fresh_config.setenv("DASK_MST__PLACEMENT__THROUGHPUT", "{'gpu': 8, 'cpu': 1}")
+    fresh_config.setenv("DASK_MST__PLACEMENT__CALIBRATION_EDGES", "65536")
+    config.refresh()
+    assert validate_run_config(gen())["placement"] == {"throughput": {"gpu": 8, "cpu": 1},
+                                                       "calibration_edges": 65536}
+
+
+def test_bad_placement_in_dask_config_named():
+    with dask.config.set({"mst.placement.throughput": {"gpu": 0, "cpu": 1}}):
+        msg = error_of(gen())
+    assert msg.startswith("mst.placement.throughput (dask config).gpu: must be a finite number > 0")
+
+
+def test_run_settings_set_placement_for_the_run():
+    cfg = validate_run_config({**gen(), "placement": {"throughput": {"gpu": 40, "cpu": 1},
+                                                      "calibration_edges": 2048}})
+    settings = config.run_settings(cfg)
+    assert settings == {"mst.placement.throughput": {"gpu": 40, "cpu": 1},
+                        "mst.placement.calibration-edges": 2048}
+    with dask.config.set(settings):
+        assert config.get("placement.throughput") == {"gpu": 40, "cpu": 1}
+        assert config.get("placement.calibration-edges") == 2048
+    assert config.get("placement.throughput") is None
