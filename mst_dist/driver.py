@@ -206,7 +206,8 @@ def _local(chunks, rmap, n_comp, prev, n_vertices, light_factor, min_degree, raw
     """Gather the edges left and finish on this worker with the parallel solver."""
     xp = _gpu_xp(backend)
     if xp is not None:
-        return _local_gpu(chunks, rmap, n_comp, prev, n_vertices, raw_offsets, packing, xp)
+        return _local_gpu(chunks, rmap, n_comp, prev, n_vertices, raw_offsets, packing, xp,
+                          light_factor, min_degree)
     t0 = time.perf_counter()
     if raw_offsets is not None:
         raws = [tuple(_host(a) for a in r) for r in chunks]
@@ -228,7 +229,7 @@ def _local(chunks, rmap, n_comp, prev, n_vertices, light_factor, min_degree, raw
     return (M, 0), chosen, stats
 
 
-def _local_gpu(chunks, rmap, n_comp, prev, n_vertices, raw_offsets, packing, xp):
+def _local_gpu(chunks, rmap, n_comp, prev, n_vertices, raw_offsets, packing, xp, light_factor, min_degree):
     """The single-task solve on this worker's device (the chunks already there stay there)."""
     t0 = time.perf_counter()
     if raw_offsets is not None:
@@ -246,7 +247,8 @@ def _local_gpu(chunks, rmap, n_comp, prev, n_vertices, raw_offsets, packing, xp)
     t1 = time.perf_counter()
     fin_off = 0 if prev is None else prev["finished_total"]
     trace = []
-    M, chosen, n_fin = gpu.solve_local(ch, n_comp, fin_off, relabel=relabel, trace=trace)
+    M, chosen, n_fin = gpu.solve_local(ch, n_comp, fin_off, relabel=relabel, trace=trace,
+                                       light_factor=light_factor, min_degree=min_degree)
     stats = {"prepare": t1 - t0, "filter-edges": 0.0, "edges_in": len(ch), "trace": trace,
              "finished_total": fin_off + n_fin, "forest_edges": int(chosen.shape[0]),
              "solve": time.perf_counter() - t1, "h2d": h2d, "d2h": int(M.nbytes + chosen.nbytes),

@@ -53,14 +53,14 @@ def _random(seed, dt, n_max=60, m_max=300):
     return n, rng.integers(0, n, m), rng.integers(0, n, m), _weights(rng, dt, m)
 
 
-def _solve(xp, n, src, dst, w, parts=1, relabel=False):
+def _solve(xp, n, src, dst, w, parts=1, relabel=False, light=1.5):
     bounds = np.linspace(0, len(src), parts + 1).astype(int)
     chunks = [gpu.prepare_chunk(src[a:b], dst[a:b], w[a:b], a, n, xp) for a, b in zip(bounds[:-1], bounds[1:])]
     ch = gpu.concat(chunks, xp)
     M = None
     if relabel:  # a pending identity relabel must change nothing
         M, _ = gpu.to_device(np.arange(n, dtype=np.int64), xp)
-    Mf, ids, n_fin = gpu.solve_local(ch, n, 5, relabel=M)
+    Mf, ids, n_fin = gpu.solve_local(ch, n, 5, relabel=M, light_factor=light)
     return Mf, np.sort(ids), n_fin
 
 
@@ -162,6 +162,24 @@ def test_solve_matches_kruskal(case, parts):
     np.testing.assert_array_equal(ids, exp)
     assert n_fin == comps
     assert (Mf < 0).all() and sorted(set((-Mf - 1).tolist())) == list(range(5, 5 + comps))
+
+
+@pytest.mark.parametrize("light", [0, 1.5])
+def test_solve_dense_graphs_light_pass(light):
+    """Dense graphs take the light pass first (then the heavy edges, relabelled once)."""
+    for seed in range(10):
+        rng = np.random.default_rng(seed)
+        n, m = int(rng.integers(5, 300)), int(rng.integers(2000, 6000))
+        src, dst = rng.integers(0, n, m), rng.integers(0, n, m)
+        w = rng.integers(0, 40, m).astype(np.float64 if seed % 2 else np.int32)
+        trace = []
+        ch = gpu.prepare_chunk(src, dst, w, 0, n, np)
+        _, ids, n_fin = gpu.solve_local(ch, n, 0, light_factor=light, trace=trace)
+        exp, comps = kruskal(n, src, dst, w)
+        np.testing.assert_array_equal(np.sort(ids), exp)
+        assert n_fin == comps
+        assert any(t.get("filter_pass") for t in trace) == (light > 0)
+        assert sum(t["forest_edges"] for t in trace) == len(exp)
 
 
 @pytest.mark.parametrize("dt", DTYPES, ids=lambda d: np.dtype(d).name)

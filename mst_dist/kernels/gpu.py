@@ -495,32 +495,21 @@ def contract(best, parent, n_comp, finished_offset, xp, finish=True):
     return M, chosen_pos, n_next, n_fin
 
 
-def solve_local(ch: DeviceChunk, n_comp, finished_offset=0, *, relabel=None, trace=None):
-    """The whole forest of one chunk on its device: Borůvka rounds until no edge is left.
+def _rounds(u, v, pk, n, cur, fin, eid0, xp, *, finish, chosen, trace, light=False, extra_s=0.0):
+    """Borůvka rounds on the device until no component has an edge left.
 
-    ``relabel``: a pending round map (on the device) applied first.  Returns
-    ``(M, chosen_eids, n_finished)`` on the host, as
-    :func:`mst_dist.kernels.cpu.solve_local` does: ``M`` maps every component
-    ``0..n_comp-1`` to ``-(F + 1)``, ``F >= finished_offset``.
+    ``finish=False`` (a light pass, more edges to come): components without
+    an edge stay live, and the rounds stop when the edges run out.  Returns
+    ``(u, v, pk, n, cur, fin)``; ``cur`` maps the solve's input components to
+    the current ones (``>= 0``) or to ``-(F + 1)``.
     """
-    xp = ch.xp
-    t = _clock(xp)
-    if relabel is not None:
-        ch = filter_chunk(ch, relabel)
-    relabel_s = _clock(xp) - t
-    u, v, pk = ch.u, ch.v, ch.pk
-    n = int(n_comp)
-    cur = xp.arange(n, dtype=xp.int64)
-    chosen = []
-    fin = int(finished_offset)
-    first = True
-    while n > 0:
+    while n > 0 and (finish or u.shape[0] > 0):
         m_in = int(u.shape[0])
         t0 = _clock(xp)
         best, parent = best_edges(u, v, pk, n, xp)
         t1 = _clock(xp)
-        M, cpos, n_next, n_fin = contract(best, parent, n, fin, xp)
-        chosen.append(ch.eid0[cpos])
+        M, cpos, n_next, n_fin = contract(best, parent, n, fin, xp, finish=finish)
+        chosen.append(eid0[cpos])
         t2 = _clock(xp)
         cur = xp.where(cur >= 0, M[xp.maximum(cur, 0)], cur)
         t3 = _clock(xp)
@@ -532,13 +521,75 @@ def solve_local(ch: DeviceChunk, n_comp, finished_offset=0, *, relabel=None, tra
         t4 = _clock(xp)
         if trace is not None:
             trace.append({"phase_seconds": {"map": t1 - t0, "contract": t2 - t1,
-                                            "filter-edges": (t4 - t3) + (relabel_s if first else 0.0),
+                                            "filter-edges": (t4 - t3) + extra_s,
                                             "filter-nodes": t3 - t2},
                           "components_before": n, "components_after": n_next,
                           "edges_before": m_in, "edges_after": int(u.shape[0]),
-                          "forest_edges": int(cpos.shape[0])})
-        first = False
+                          "forest_edges": int(cpos.shape[0]), "light": light})
+        extra_s = 0.0
         fin += n_fin
         n = n_next
+    return u, v, pk, n, cur, fin
+
+
+def _light_threshold(pk, n, light_factor, seed, xp):
+    """A packed key below which about ``light_factor * n`` of the edges lie (from a sample)."""
+    m = int(pk.shape[0])
+    k = min(m, 1 << 16)
+    pos, _ = to_device(np.random.default_rng(seed).integers(0, m, k), xp)
+    sample = to_host(xp.sort(pk[pos]))
+    q = int(k * light_factor * n / m)
+    return None if not 0 < q < k else sample[q]
+
+
+def solve_local(ch: DeviceChunk, n_comp, finished_offset=0, *, relabel=None, trace=None,
+                light_factor=1.5, min_degree=3.0, seed=0):
+    """The whole forest of one chunk on its device: Borůvka rounds until no edge is left.
+
+    ``relabel``: a pending round map (on the device) applied first.  While
+    edges outnumber components by more than ``min_degree`` to one, a light
+    pass first solves the about ``light_factor * n`` lightest edges (a prefix
+    of the packed-key order, threshold from a sample), then relabels the heavy
+    rest once and drops what fell inside a component, as the CPU solve does.
+    Returns ``(M, chosen_eids, n_finished)`` on the host, as
+    :func:`mst_dist.kernels.cpu.solve_local` does: ``M`` maps every component
+    ``0..n_comp-1`` to ``-(F + 1)``, ``F >= finished_offset``.
+    """
+    xp = ch.xp
+    t = _clock(xp)
+    if relabel is not None:
+        ch = filter_chunk(ch, relabel)
+    extra = _clock(xp) - t
+    u, v, pk = ch.u, ch.v, ch.pk
+    n = int(n_comp)
+    cur = xp.arange(n, dtype=xp.int64)
+    chosen = []
+    fin = int(finished_offset)
+    if light_factor > 0 and n > 0 and u.shape[0] > min_degree * n:
+        t0 = _clock(xp)
+        tpk = _light_threshold(pk, n, light_factor, seed, xp)
+        if tpk is not None:
+            light = pk <= tpk
+            li, hi = xp.flatnonzero(light), xp.flatnonzero(~light)
+            hu, hv, hpk = u[hi], v[hi], pk[hi]
+            u, v, pk = u[li], v[li], pk[li]
+            extra += _clock(xp) - t0
+            n0 = n
+            _, _, _, n, cur, fin = _rounds(u, v, pk, n, cur, fin, ch.eid0, xp, finish=False,
+                                           chosen=chosen, trace=trace, light=True, extra_s=extra)
+            extra = 0.0
+            # the heavy edges, relabelled once: those inside a component are gone
+            t1 = _clock(xp)
+            m_heavy = int(hu.shape[0])
+            nu, nv = cur[hu], cur[hv]
+            keep = xp.flatnonzero(nu != nv)
+            u, v, pk = nu[keep].astype(hu.dtype), nv[keep].astype(hv.dtype), hpk[keep]
+            if trace is not None:
+                trace.append({"phase_seconds": {"filter-edges": _clock(xp) - t1},
+                              "components_before": n, "components_after": n,
+                              "edges_before": m_heavy, "edges_after": int(u.shape[0]),
+                              "forest_edges": 0, "filter_pass": True, "light_components": n0})
+    _, _, _, n, cur, fin = _rounds(u, v, pk, n, cur, fin, ch.eid0, xp, finish=True,
+                                   chosen=chosen, trace=trace, extra_s=extra)
     ids = xp.concatenate(chosen) if chosen else xp.zeros(0, xp.int64)
     return to_host(cur), to_host(ids), fin - int(finished_offset)
