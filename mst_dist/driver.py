@@ -396,7 +396,11 @@ class Driver:
         m = graph.n_edges
         chosen_partitions = partitions is not None and partitions != "auto"
         if not chosen_partitions:
-            partitions = max(self.threads, math.ceil(m / 16_000_000))
+            if set(self.kinds.values()) == {"gpu"}:
+                # a GPU works on one big chunk best: one per GPU worker (packed keys allow 2**32 edges)
+                partitions = max(self.n_workers, math.ceil(m / 2**30))
+            else:
+                partitions = max(self.threads, math.ceil(m / 16_000_000))
         self.partitions = max(1, min(int(partitions), max(1, m)))
         self.throughput = None
         kinds = set(self.kinds.values())
