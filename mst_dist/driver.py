@@ -133,10 +133,18 @@ def _device_map(M, xp):
             return hit[1], 0
     dev, nb = gpu.to_device(M, xp)
     with _DEVICE_MAPS_LOCK:
-        if len(_DEVICE_MAPS) >= 4:
+        if len(_DEVICE_MAPS) >= 2:  # a round's maps need the last map; the round submitted ahead, its own
             _DEVICE_MAPS.pop(next(iter(_DEVICE_MAPS)))
         _DEVICE_MAPS[id(M)] = (M, dev)
     return dev, nb
+
+
+def _forget_device_maps():
+    """Run on GPU workers when a run ends: free the round maps kept on the device."""
+    with _DEVICE_MAPS_LOCK:
+        n = len(_DEVICE_MAPS)
+        _DEVICE_MAPS.clear()
+    return n
 
 
 def _map(chunk, rmap, n_comp, backend="cpu", packing="rank"):
@@ -678,6 +686,12 @@ class Driver:
         src, dst, w = self._rows(raws, offsets, ids_f, edge_ids)
         stats.finish_seconds = time.perf_counter() - t_fin
         stats.total_seconds = time.perf_counter() - t_start
+        gpu_workers = [w for w, k in self.kinds.items() if k == "gpu"]
+        if gpu_workers:
+            try:
+                c.run(_forget_device_maps, workers=gpu_workers)
+            except Exception:  # a worker gone since: its memory went with it
+                logger.debug("could not free the round maps on the GPU workers", exc_info=True)
         self._exact_bytes(stats, wall_start)
         self._publish("run-end", total_seconds=stats.total_seconds, n_rounds=stats.n_rounds,
                       forest_edges=int(edge_ids.shape[0]), n_components=int(n_components),
@@ -776,6 +790,7 @@ class Driver:
         wall = time.perf_counter() - t0
         if chunks is None:
             stats.setup_seconds += st["prepare"]
+            stats.backend = st["kind"]  # the whole forest came from this one task
         n0 = len(stats.rounds)
         self._local_rounds(stats, st, rnd, wall)
         for r in stats.rounds[n0:]:
