@@ -40,7 +40,9 @@ logger = logging.getLogger("mst_dist")
 
 @sizeof.register(DeviceChunk)
 def _sizeof_device_chunk(chunk):
-    return chunk.nbytes
+    # host memory only: a worker's memory manager must not spill device chunks
+    # to disk for host bytes they do not use (device memory is dask-cuda's business)
+    return chunk.nbytes if chunk.xp is np else 512
 
 BYTES_PER_EDGE = 24  # working chunk: u, v (int32), key (uint64), eid (int64)
 EVENT_TOPIC = "mst-dist"  # scheduler event topic the driver publishes run/round records on
