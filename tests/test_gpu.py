@@ -299,6 +299,26 @@ def test_mixed_cluster_same_ids_as_cpu(mixed, client, wdtype, light):
     assert 0 < r0.gpu_edges < r0.edges_before  # both kinds mapped edges
 
 
+@pytest.mark.parametrize("fastest", ["gpu", "cpu"])
+def test_mixed_cluster_local_finish_gathers_both_kinds(mixed, client, fastest):
+    """The single task runs on the fastest worker and takes the other kind's chunks
+    (device chunks travel pickled as host arrays; host chunks go onto the device)."""
+    g = mst_dist.generate("rmat", scale=12, edge_factor=8, seed=7)
+    ref = mst_dist.minimum_spanning_forest(g, client, backend="cpu")
+    tp = {"gpu": 3, "cpu": 1} if fastest == "gpu" else {"gpu": 1, "cpu": 3}
+    res = mst_dist.minimum_spanning_forest(g, mixed, partitions=8, local_finish=30000, light_factor=0,
+                                           throughput=tp)
+    np.testing.assert_array_equal(res.edge_ids, ref.edge_ids)
+    np.testing.assert_array_equal(res.labels, ref.labels)
+    modes = [r.mode for r in res.stats.rounds]
+    assert modes[0] == "distributed" and modes[-1] == "local"
+    local = [r for r in res.stats.rounds if r.mode == "local"]
+    if fastest == "gpu":
+        assert local[0].gpu_edges == local[0].edges_before > 0 and local[0].h2d_bytes > 0
+    else:
+        assert all(r.gpu_edges == 0 for r in local) and local[0].h2d_bytes == 0
+
+
 def test_mixed_cluster_measures_throughput(mixed, caplog):
     from mst_dist import driver
 
