@@ -104,21 +104,9 @@ def minimum_spanning_forest(graph, client=None, *, partitions=None, backend="aut
     )
     if client is not None:
         return _run_resilient(Driver, graph, client, opts)
-    from .cluster import embedded
-    from .kernels.gpu import GPU_INSTALL_HINT, GPUUnavailableError, gpu_ready
+    from .cluster import embedded, local_gpu
 
-    use_gpu = False
-    if backend != "cpu":
-        ok, reason = gpu_ready()
-        if ok:
-            use_gpu = True
-        elif backend == "gpu":
-            raise GPUUnavailableError(f"backend='gpu' needs a CUDA GPU and CuPy, and this machine "
-                                      f"cannot run them: {reason}. Install the GPU extra: "
-                                      f"{GPU_INSTALL_HINT}; or use backend='auto' or 'cpu'.")
-        else:
-            logger.info("no usable GPU here (%s): the CPU kernels run", reason)
-    with embedded(gpu=use_gpu) as c:
+    with embedded(gpu=local_gpu(backend)) as c:
         return _run_resilient(Driver, graph, c, opts)
 
 

@@ -1332,6 +1332,29 @@ def _fmt_m(m):
 _CPU_TABLE_METHODS = ("engine-distributed", "kernels-loop", "kernels-loop-dedupe", "scipy", "rustworkx")
 
 
+def _md_header(lines, hdr):
+    """A markdown table's header: first and last columns left-aligned, the numbers right."""
+    lines.append("| " + " | ".join(hdr) + " |")
+    lines.append("|" + "|".join(["---"] + ["---:"] * (len(hdr) - 2) + ["---"]) + "|")
+
+
+def _md_targets(lines, mins, medians, unknown):
+    """One line per target: its verdict on min times, and on medians.
+
+    ``unknown`` names a target that could not be judged (``pass`` is None):
+    ``"n/a"`` for the CPU targets, ``"not measured"`` for GPU ones whose
+    methods were unavailable (with the reason in ``note``).
+    """
+    med = {t["target"]: t for t in medians}
+    for t in mins:
+        if t["pass"] is None and t.get("note"):
+            lines.append(f"- **{unknown.upper()}** {t['description']} ({t['note']})")
+            continue
+        verdict = {True: "PASS", False: "FAIL", None: unknown.upper()}[t["pass"]]
+        mv = {True: "pass", False: "fail", None: unknown}[med[t["target"]]["pass"]]
+        lines.append(f"- **{verdict}** {t['description']} (min times; with medians: {mv})")
+
+
 def _md_agreement(report, s, lines):
     lines.append(f"- total weights agree on every graph: **{'yes' if s['all_agree'] else 'NO'}**")
     for g in report["graphs"]:
@@ -1348,8 +1371,7 @@ def _md_cpu(report, s, lines):
     hdr = ["graph", "m", "engine s", "kernels-loop s", "engine / kernels", "scipy build+call s",
            "vs scipy", "rustworkx call s", "vs rx call", "rustworkx build+call s",
            "engine-distributed s (Dask rounds, median Dask overhead / round)", "weights agree"]
-    lines.append("| " + " | ".join(hdr) + " |")
-    lines.append("|" + "|".join(["---"] + ["---:"] * (len(hdr) - 2) + ["---"]) + "|")
+    _md_header(lines, hdr)
     rows = {r["graph"]: r for r in s["min"]["rows"]}
     for g in report["graphs"]:
         r = rows[g["name"]]
@@ -1382,11 +1404,7 @@ def _md_cpu(report, s, lines):
     lines.append("")
     lines.append("## Targets (engine on the embedded default)")
     lines.append("")
-    med = {t["target"]: t for t in s["median"]["targets"]}
-    for t in s["min"]["targets"]:
-        verdict = {True: "PASS", False: "FAIL", None: "n/a"}[t["pass"]]
-        mv = {True: "pass", False: "fail", None: "n/a"}[med[t["target"]]["pass"]]
-        lines.append(f"- **{verdict}** {t['description']} (min times; with medians: {mv})")
+    _md_targets(lines, s["min"]["targets"], s["median"]["targets"], "n/a")
     _md_agreement(report, s, lines)
 
 
@@ -1445,8 +1463,7 @@ def _md_gpu(report, s, lines, agreement):
     hdr = ["graph", "m", "engine-gpu s", "kernel s", "H2D / D2H MB", "engine (CPU workers) s",
            "GPU vs CPU workers", "cuGraph build s", "cuGraph call s", "cuGraph build+call s",
            "vs cuGraph", "cuGraph input: edges (self-loops, parallel dropped)", "weights agree"]
-    lines.append("| " + " | ".join(hdr) + " |")
-    lines.append("|" + "|".join(["---"] + ["---:"] * (len(hdr) - 2) + ["---"]) + "|")
+    _md_header(lines, hdr)
     rows = {r["graph"]: r for r in s["min"]["gpu_rows"]}
     for g in report["graphs"]:
         r = rows[g["name"]]
@@ -1476,14 +1493,7 @@ def _md_gpu(report, s, lines, agreement):
     lines.append("")
     lines.append("## GPU targets (engine-gpu on one GPU worker)")
     lines.append("")
-    med = {t["target"]: t for t in s["median"]["gpu_targets"]}
-    for t in s["min"]["gpu_targets"]:
-        if t["pass"] is None:
-            lines.append(f"- **NOT MEASURED** {t['description']} ({t['note']})")
-            continue
-        mv = {True: "pass", False: "fail", None: "not measured"}[med[t["target"]]["pass"]]
-        lines.append(f"- **{'PASS' if t['pass'] else 'FAIL'}** {t['description']} "
-                     f"(min times; with medians: {mv})")
+    _md_targets(lines, s["min"]["gpu_targets"], s["median"]["gpu_targets"], "not measured")
     if agreement:
         _md_agreement(report, s, lines)
 

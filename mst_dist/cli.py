@@ -345,20 +345,11 @@ def _local_gpu(cfg):
     ``numpy`` stand-in).  ``gpu`` where it cannot is an error before any
     cluster starts, saying why and how to install the extra.
     """
-    if cfg["cluster"]["kind"] != "local" or cfg["backend"] == "cpu":
+    if cfg["cluster"]["kind"] != "local":
         return False
-    from .kernels.gpu import GPU_INSTALL_HINT, GPUUnavailableError, gpu_ready
+    from .cluster import local_gpu
 
-    ok, reason = gpu_ready()
-    if ok:
-        return True
-    if cfg["backend"] == "gpu":
-        hint = "" if GPU_INSTALL_HINT in reason else f"; install the GPU extra: {GPU_INSTALL_HINT}"
-        raise GPUUnavailableError(f"backend='gpu' needs a CUDA GPU and CuPy, and this machine cannot run "
-                                  f"them: {reason}{hint}. Or give a cluster with GPU workers (cluster.kind "
-                                  "local-cuda, or address), or use backend 'auto' or 'cpu'")
-    logger.info("no usable GPU here (%s): the CPU kernels run", reason)
-    return False
+    return local_gpu(cfg["backend"])
 
 
 def _progress(event):

@@ -23,6 +23,31 @@ def _cores():
 _UNSET = object()
 
 
+def local_gpu(backend):
+    """Whether an in-process cluster started here should get this machine's GPU.
+
+    ``"auto"`` and ``"gpu"``: yes where the GPU kernels can run here (CuPy and
+    a CUDA device, or the ``mst.gpu.array-module: numpy`` stand-in).  ``"gpu"``
+    where they cannot raises :class:`~mst_dist.GPUUnavailableError` saying why
+    and how to install the extra, before any cluster starts; ``"auto"`` logs
+    that the CPU kernels run.
+    """
+    if backend == "cpu":
+        return False
+    from .kernels.gpu import GPU_INSTALL_HINT, GPUUnavailableError, gpu_ready
+
+    ok, reason = gpu_ready()
+    if ok:
+        return True
+    if backend == "gpu":
+        hint = "" if GPU_INSTALL_HINT in reason else f"; install the GPU extra: {GPU_INSTALL_HINT}"
+        raise GPUUnavailableError(f"backend='gpu' needs a CUDA GPU and CuPy, and this machine cannot run "
+                                  f"them: {reason}{hint}. Or give a cluster with GPU workers (cluster kind "
+                                  "local-cuda, or a scheduler address), or use backend 'auto' or 'cpu'")
+    logger.info("no usable GPU here (%s): the CPU kernels run", reason)
+    return False
+
+
 @contextlib.contextmanager
 def embedded(n_workers=None, threads_per_worker=None, processes=None,
              dashboard_address=_UNSET, memory_limit="auto", gpu=False, **kwargs):

@@ -36,20 +36,22 @@ def check_edges(src, dst, w, n_vertices, offset=0, where=""):
     """Raise :class:`InvalidGraphError` naming the first bad edge of a chunk.
 
     ``offset`` is the global id of the chunk's first edge; ``n_vertices < 0``
-    skips the upper-bound check.  Returns ``(max_id, n_edges)``.
+    skips the upper-bound check.  Host arrays are checked by one parallel
+    Numba pass; CuPy arrays on their device (only the bad edge's values are
+    copied back).  Returns ``(max_id, n_edges)``.
     """
-    from .kernels import cpu
-
-    src = np.asarray(src)
-    dst = np.asarray(dst)
+    device = _on_device(src)
+    if not device:
+        src = np.asarray(src)
+        dst = np.asarray(dst)
+        w = None if w is None else np.asarray(w)
     _check_dtype("src", src, "iu", "vertex ids must be integers")
     _check_dtype("dst", dst, "iu", "vertex ids must be integers")
     if w is not None:
-        w = np.asarray(w)
         _check_dtype("weight", w, "iuf", "weights must be integers or floats")
     if src.ndim != 1 or dst.ndim != 1 or (w is not None and w.ndim != 1):
         raise InvalidGraphError("src, dst and weight must be one-dimensional arrays")
-    m = src.shape[0]
+    m = int(src.shape[0])
     lens = [("src", m), ("dst", dst.shape[0])] + ([("weight", w.shape[0])] if w is not None else [])
     if len({n for _, n in lens}) != 1:
         short = min(n for _, n in lens)
@@ -58,7 +60,12 @@ def check_edges(src, dst, w, n_vertices, offset=0, where=""):
             f"arrays of different lengths ({desc}): edge {offset + short}{where} is incomplete",
             edge=offset + short,
         )
-    i, reason, maxid = cpu.first_invalid_edge(src, dst, w, n_vertices)
+    if device:
+        i, reason, maxid = _first_invalid_on_device(src, dst, w, n_vertices)
+    else:
+        from .kernels import cpu
+
+        i, reason, maxid = cpu.first_invalid_edge(src, dst, w, n_vertices)
     if i >= 0:
         wv = "" if w is None else f", weight={w[i].item()!r}"
         raise InvalidGraphError(
@@ -74,39 +81,21 @@ def _on_device(a):
     return a is not None and not isinstance(a, np.ndarray) and hasattr(a, "__cuda_array_interface__")
 
 
-def check_device_edges(src, dst, w, n_vertices):
-    """:func:`check_edges` for CuPy arrays, on their device (nothing is copied to the host
-    but the first bad edge's values).  Returns ``(max_id, n_edges)``."""
+def _first_invalid_on_device(src, dst, w, n_vertices):
+    """:func:`mst_dist.kernels.cpu.first_invalid_edge` for CuPy arrays: ``(index, reason, max_id)``."""
     import cupy as xp
 
     from .kernels import reference
 
-    _check_dtype("src", src, "iu", "vertex ids must be integers")
-    _check_dtype("dst", dst, "iu", "vertex ids must be integers")
-    _check_dtype("weight", w, "iuf", "weights must be integers or floats")
-    if src.ndim != 1 or dst.ndim != 1 or w.ndim != 1:
-        raise InvalidGraphError("src, dst and weight must be one-dimensional arrays")
-    lens = [("src", src.shape[0]), ("dst", dst.shape[0]), ("weight", w.shape[0])]
-    if len({n for _, n in lens}) != 1:
-        short = min(n for _, n in lens)
-        desc = ", ".join(f"{k} has {n}" for k, n in lens)
-        raise InvalidGraphError(f"arrays of different lengths ({desc}): edge {short} is incomplete",
-                                edge=short)
-    m = int(src.shape[0])
     i = reference.first_invalid_edge(src, dst, w, n_vertices, xp=xp)
-    if i >= 0:
-        a, b, x = int(src[i]), int(dst[i]), w[i].item()
-        if a < 0 or b < 0:
-            reason = "negative vertex id"
-        elif n_vertices >= 0 and (a >= n_vertices or b >= n_vertices):
-            reason = "vertex id out of range"
-        else:
-            reason = "weight is NaN or infinite"
-        raise InvalidGraphError(
-            f"edge {i} (src={a}, dst={b}, weight={x!r}): {reason}"
-            + (f" (n_vertices={n_vertices})" if "range" in reason else ""), edge=i)
-    maxid = int(xp.maximum(src.max(), dst.max())) if m else -1
-    return maxid, m
+    if i < 0:
+        return -1, "", int(xp.maximum(src.max(), dst.max())) if src.shape[0] else -1
+    a, b = int(src[i]), int(dst[i])
+    if a < 0 or b < 0:
+        return i, "negative vertex id", -1
+    if n_vertices >= 0 and (a >= n_vertices or b >= n_vertices):
+        return i, "vertex id out of range", -1
+    return i, "weight is NaN" if bool(xp.isnan(w[i])) else "weight is infinite", -1
 
 
 @dataclass
@@ -242,7 +231,7 @@ class Graph:
         src, dst, weight = arrs
         if weight.dtype.kind == "b":
             weight = weight.astype(cupy.int64)
-        maxid, m = check_device_edges(src, dst, weight, -1 if n_vertices is None else n_vertices)
+        maxid, m = check_edges(src, dst, weight, -1 if n_vertices is None else n_vertices)
         if n_vertices is None:
             n_vertices = maxid + 1 if m else 0
         return cls(n_vertices=n_vertices, sources=[ArraySource(src, dst, weight)],
