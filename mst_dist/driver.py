@@ -62,17 +62,19 @@ def _load(source, start, stop, offset, n_vertices, validate):
 
 # -- which kernels a task runs: decided on the worker that runs it ----------
 
-def _worker_resources():
-    try:
-        from distributed import get_worker
+def worker_resources(worker=None):
+    """The resources a worker advertises (this task's worker by default; ``{}`` outside one)."""
+    if worker is None:
+        try:
+            from distributed import get_worker
 
-        w = get_worker()
-    except (ImportError, ValueError):  # not inside a task
-        return {}
-    state = getattr(w, "state", None)
+            worker = get_worker()
+        except (ImportError, ValueError):  # not inside a task
+            return {}
+    state = getattr(worker, "state", None)
     res = getattr(state, "total_resources", None)
     if res is None:
-        res = getattr(w, "total_resources", None) or {}
+        res = getattr(worker, "total_resources", None) or {}
     return res
 
 
@@ -85,7 +87,7 @@ def _gpu_xp(backend):
     task that Dask moves to another kind of worker (a lost worker, work
     stealing) still runs the right kernels: the result is the same either way.
     """
-    if backend == "cpu" or not _worker_resources().get("GPU", 0):
+    if backend == "cpu" or not worker_resources().get("GPU", 0):
         return None
     if not gpu.gpu_ready()[0]:
         return None
@@ -104,10 +106,6 @@ def _probe():
     return ok, reason, mem
 
 
-def _host(a):
-    return gpu.to_host(a)
-
-
 def _as_cpu(chunk):
     return chunk.to_cpu() if isinstance(chunk, DeviceChunk) else chunk
 
@@ -116,7 +114,7 @@ def _prepare(raw, offset, n_vertices, backend="cpu"):
     xp = _gpu_xp(backend)
     if xp is not None:
         return gpu.prepare_chunk(raw[0], raw[1], raw[2], offset, n_vertices, xp)
-    return cpu.prepare_chunk(_host(raw[0]), _host(raw[1]), _host(raw[2]), offset, n_vertices)
+    return cpu.prepare_chunk(gpu.to_host(raw[0]), gpu.to_host(raw[1]), gpu.to_host(raw[2]), offset, n_vertices)
 
 
 def _nbytes(arrs):
@@ -220,7 +218,7 @@ def _local(chunks, rmap, n_comp, prev, n_vertices, light_factor, min_degree, raw
                           light_factor, min_degree)
     t0 = time.perf_counter()
     if raw_offsets is not None:
-        raws = [tuple(_host(a) for a in r) for r in chunks]
+        raws = [tuple(gpu.to_host(a) for a in r) for r in chunks]
         u, v, k, e = cpu.prepare_many(raws, raw_offsets, n_vertices)
     else:
         u, v, k, e = cpu.concat_chunks([_as_cpu(c) for c in chunks], n_vertices)
@@ -310,18 +308,7 @@ def _rows(raw, offset, edge_ids):
     lo = np.searchsorted(edge_ids, offset)
     hi = np.searchsorted(edge_ids, offset + raw[0].shape[0])
     loc = edge_ids[lo:hi] - offset
-    return tuple(_take(a, loc) for a in raw[:3])
-
-
-def _take(a, idx):
-    """``a[idx]`` on the host, gathering on the device first when ``a`` lives there."""
-    if isinstance(a, np.ndarray):
-        return a[idx]
-    if hasattr(a, "__cuda_array_interface__"):
-        import cupy
-
-        return cupy.asnumpy(a[cupy.asarray(idx)])
-    return np.asarray(a)[idx]
+    return tuple(gpu.take_to_host(a, loc) for a in raw[:3])
 
 
 _THROUGHPUT = {}  # (worker address, kind) -> measured edges/second, kept for later runs
@@ -823,7 +810,7 @@ class Driver:
         if g.in_memory and len(g.sources) == 1:
             s = g.sources[0]
             if s.on_device:
-                return tuple(_take(a, edge_ids) for a in (s.src, s.dst, s.weight))
+                return tuple(gpu.take_to_host(a, edge_ids) for a in (s.src, s.dst, s.weight))
             src, dst, w = np.asarray(s.src), np.asarray(s.dst), np.asarray(s.weight)
             if src.dtype.kind in "iu" and dst.dtype.kind in "iu" and w.dtype.kind in "iuf" and w.dtype != np.float16:
                 return cpu.take_rows(src, dst, w, edge_ids)

@@ -103,11 +103,9 @@ def warm(weight_dtypes=("int64", "float64"), gpu=False):
 
 
 def _is_gpu_worker(worker):
-    if worker is None:
-        return False
-    state = getattr(worker, "state", None)
-    res = getattr(state, "total_resources", None) or getattr(worker, "total_resources", None) or {}
-    if not res.get("GPU", 0):
+    from .driver import worker_resources
+
+    if worker is None or not worker_resources(worker).get("GPU", 0):
         return False
     from .kernels.gpu import gpu_ready
 

@@ -65,6 +65,7 @@ __all__ = [
     "contract",
     "solve_local",
     "to_host",
+    "take_to_host",
     "to_device",
 ]
 
@@ -184,6 +185,16 @@ def to_device(a, xp):
         return a, 0
     h = np.asarray(a)
     return xp.asarray(h), int(h.nbytes)
+
+
+def take_to_host(a, idx):
+    """``a[idx]`` as a host array; a device array is gathered on its device first."""
+    if isinstance(a, np.ndarray):
+        return a[idx]
+    if hasattr(a, "__cuda_array_interface__"):
+        xp = _module_of(a)
+        return to_host(a[xp.asarray(idx)])
+    return np.asarray(a)[idx]
 
 
 def synchronize(xp):
