@@ -268,13 +268,21 @@ class _TextFile:
     n: object = None          # declared number of vertices
 
 
+_BZ2_LEVELS = {bytes([c]) for c in b"123456789"}
+
+
 def _compression(path):
     """``"gzip"``, ``"bz2"``, ``"xz"`` or ``None``, from the file's magic bytes."""
     with open(path, "rb") as f:
-        head = f.read(6)
-    if head[:2] == b"\x1f\x8b":
+        head = f.read(10)
+    # The whole fixed header, not just its first bytes, so that a text file which
+    # merely starts with "BZh" (a vertex named BZh...) is still read as text:
+    # gzip is 1f 8b then method 8 (deflate); bz2 is "BZh", a block size 1-9 and
+    # then a block magic (pi) or, for an empty stream, the end magic (sqrt pi).
+    if head[:3] == b"\x1f\x8b\x08":
         return "gzip"
-    if head[:3] == b"BZh":
+    if (head[:3] == b"BZh" and head[3:4] in _BZ2_LEVELS
+            and head[4:10] in (b"1AY&SY", b"\x17rE8P\x90")):
         return "bz2"
     if head[:6] == b"\xfd7zXZ\x00":
         return "xz"

@@ -10,7 +10,7 @@ import shutil
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import mst_dist
@@ -315,6 +315,21 @@ def test_truncated_compressed(tmp_path):
     p.write_bytes(raw[:len(raw) // 2])
     with pytest.raises(GraphFormatError, match="truncated or corrupt"):
         read(p, client=False)
+
+
+def test_text_that_starts_like_a_compression_magic(tmp_path):
+    # only a whole fixed header makes a file compressed; a prefix stays text
+    p = tmp_path / "e.txt"
+    p.write_bytes(b"BZh 1 2.5\n1 2 1\n")
+    with pytest.raises(GraphFormatError, match=r"e.txt, line 1: .*BZh"):
+        read(p, client=False, header=False)
+    g = read(p, client=False, header=True)
+    assert g.n_edges == 1
+    p.write_bytes(bz2.compress(b"0 1 2\n" * 5000)[:40])
+    with pytest.raises(GraphFormatError, match=r"cannot decompress \(bz2\).*truncated or corrupt"):
+        read(p, client=False)
+    p.write_bytes(bz2.compress(b""))   # an empty stream is an empty graph, not text
+    assert read(p, client=False).n_edges == 0
 
 
 def test_binary_errors(tmp_path):
@@ -730,6 +745,8 @@ FUZZ = settings(max_examples=250, deadline=None,
 @FUZZ
 @given(blob=edgelist_text(), bs=st.integers(1, 64), header=st.sampled_from(["auto", "auto", True, False]),
        cuts=st.lists(st.integers(0, 50), max_size=3))
+@example(blob=b"BZh\n0 0 x", bs=1, header="auto", cuts=[])   # starts like a bz2 header
+@example(blob=b"\x1f\x8b 1 2", bs=1, header="auto", cuts=[])  # starts like a gzip header
 def test_fuzz_edgelist(tmp_path, blob, bs, header, cuts):
     check_against_reference(tmp_path / "f.txt", blob, ref_edgelist, cuts, blocksize=bs, header=header)
 
