@@ -738,7 +738,7 @@ def check_against_reference(path, blob, ref, cuts, **opts):
             np.testing.assert_array_equal(np.concatenate([p[k] for p in parts]), got[k])
 
 
-FUZZ = settings(max_examples=250, deadline=None,
+FUZZ = settings(max_examples=int(os.environ.get("MST_FUZZ_EXAMPLES", 250)), deadline=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 
 
