@@ -7,6 +7,7 @@ import os
 import pickle
 import re
 import shutil
+import zlib
 
 import numpy as np
 import pytest
@@ -714,8 +715,25 @@ def mtx_text(draw):
     return blob
 
 
+# Compressed-stream signatures, written out here rather than taken from the
+# reader: a blob that starts with one is read through the decompressor.
+SIGNATURES = [(re.compile(rb"\x1f\x8b\x08"), gzip.decompress),
+              (re.compile(rb"BZh[1-9](1AY&SY|\x17rE8P\x90)"), bz2.decompress),
+              (re.compile(rb"\xfd7zXZ\x00"), lzma.decompress)]
+
+
 def check_against_reference(path, blob, ref, cuts, **opts):
     path.write_bytes(blob)
+    for sig, decompress in SIGNATURES:
+        if sig.match(blob):
+            try:
+                blob = decompress(blob)
+            except (EOFError, OSError, lzma.LZMAError, zlib.error):
+                with pytest.raises(GraphFormatError, match="cannot decompress") as ei:
+                    read(path, client=False, **opts)
+                assert ei.value.path == str(path)
+                return
+            break
     try:
         n, s, d, w = ref(blob, **{k: v for k, v in opts.items() if k != "blocksize"})
     except Bad as bad:
@@ -747,6 +765,7 @@ FUZZ = settings(max_examples=int(os.environ.get("MST_FUZZ_EXAMPLES", 250)), dead
        cuts=st.lists(st.integers(0, 50), max_size=3))
 @example(blob=b"BZh\n0 0 x", bs=1, header="auto", cuts=[])   # starts like a bz2 header
 @example(blob=b"\x1f\x8b 1 2", bs=1, header="auto", cuts=[])  # starts like a gzip header
+@example(blob=b"\x1f\x8b\x08", bs=1, header=False, cuts=[])   # a gzip header, then nothing
 def test_fuzz_edgelist(tmp_path, blob, bs, header, cuts):
     check_against_reference(tmp_path / "f.txt", blob, ref_edgelist, cuts, blocksize=bs, header=header)
 
