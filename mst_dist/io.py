@@ -612,6 +612,7 @@ def write_graph(graph, path, format=None, *, client=None, **opts):
     [4, 1, 2]
     """
     from .graph import Graph
+    from .readers import check_options
 
     if not isinstance(graph, Graph):
         raise TypeError(f"graph must be a mst_dist.Graph, got {type(graph).__name__}")
@@ -619,10 +620,7 @@ def write_graph(graph, path, format=None, *, client=None, **opts):
         format = graph_format(path)
     if format not in GRAPH_FORMATS:
         raise ValueError(f"unknown graph format {format!r}; known: {', '.join(GRAPH_FORMATS)}")
-    unknown = sorted(set(opts) - _GRAPH_OPTIONS[format])
-    if unknown:
-        raise ValueError(f"{format}: unknown option(s) {', '.join(unknown)}; {format} takes "
-                         f"{', '.join(sorted(_GRAPH_OPTIONS[format])) or 'none'}")
+    check_options(format, opts, _GRAPH_OPTIONS[format])
     opts = dict(opts)
     raw = os.fspath(path)
     p = raw.rstrip("/" + os.sep) or raw

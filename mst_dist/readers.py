@@ -268,6 +268,14 @@ class _TextFile:
     n: object = None          # declared number of vertices
 
 
+def check_options(fmt, opts, allowed):
+    """Refuse keyword options that format *fmt* does not take (readers and writers)."""
+    unknown = sorted(set(opts) - set(allowed))
+    if unknown:
+        raise ValueError(f"{fmt}: unknown option(s) {', '.join(unknown)}; "
+                         f"{fmt} takes {', '.join(sorted(allowed)) or 'none'}")
+
+
 _BZ2_LEVELS = {bytes([c]) for c in b"123456789"}
 
 
@@ -1685,10 +1693,7 @@ def read(path_or_glob, format=None, *, client=None, n_vertices=None, name=None, 
         fmt = format
     if fmt not in FORMATS:
         raise GraphFormatError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
-    unknown = sorted(set(opts) - _OPTIONS[fmt])
-    if unknown:
-        raise ValueError(f"{fmt}: unknown option(s) {', '.join(unknown)}; "
-                         f"{fmt} takes {', '.join(sorted(_OPTIONS[fmt])) or 'none'}")
+    check_options(fmt, opts, _OPTIONS[fmt])
     if n_vertices is not None:
         if isinstance(n_vertices, bool) or int(n_vertices) != n_vertices or n_vertices < 0:
             raise ValueError(f"n_vertices must be a non-negative integer, got {n_vertices!r}")
