@@ -11,24 +11,18 @@ import asyncio
 import base64
 import json
 import os
-import shutil
 import subprocess
 import tempfile
 import time
 import urllib.request
 
+# the browser the package itself would use for its figures
+from mst_dist.report import chromium as chromium_path
+
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
          "--window-size=1400,1000", "--remote-debugging-address=127.0.0.1",
          "--remote-debugging-port=0"]
-
-
-def chromium_path():
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        path = shutil.which(name)
-        if path:
-            return path
-    return None
 
 
 class Chromium:
