@@ -13,7 +13,7 @@ N=${1:-2}
 trap 'kill 0' EXIT INT TERM
 
 dask scheduler --host 127.0.0.1 --port 8786 --dashboard-address 127.0.0.1:8787 \
-    --preload mst_dist.dashboard &
+    --preload mst_dist.diagnostics.dashboard &
 sleep 3
 for i in $(seq "$N"); do
     # workers/cpu-worker.yaml: threads, memory limit, resources, and the kernels' warm-up

@@ -6,21 +6,21 @@
 >>> res.edge_ids.tolist(), res.total_weight, res.n_components
 ([1, 2, 3], 10, 1)
 """
-from .graph import Graph, InvalidGraphError
-from .result import MSFResult, RoundStats, RunStats, PHASES
-from .api import minimum_spanning_forest
-from .kernels.gpu import GPUUnavailableError
-from .generators import generate, GENERATORS
+from mst_dist.graph import Graph, InvalidGraphError
+from mst_dist.result import MSFResult, RoundStats, RunStats, PHASES
+from mst_dist.api import minimum_spanning_forest
+from mst_dist.kernels.gpu import GPUUnavailableError
+from mst_dist.generators import generate, GENERATORS
 
 __version__ = "0.1.0"
 
 #: Attributes imported on first use (the readers pull in Numba and pyarrow).
 _LAZY = {
-    "read": ("readers", "read"),
-    "GraphFormatError": ("readers", "GraphFormatError"),
-    "write_forest": ("io", "write_forest"),
-    "write_labels": ("io", "write_labels"),
-    "write_graph": ("io", "write_graph"),
+    "read": ("io.readers", "read"),
+    "GraphFormatError": ("io.readers", "GraphFormatError"),
+    "write_forest": ("io.writers", "write_forest"),
+    "write_labels": ("io.writers", "write_labels"),
+    "write_graph": ("io.writers", "write_graph"),
 }
 
 

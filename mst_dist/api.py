@@ -5,8 +5,8 @@ import logging
 
 import numpy as np
 
-from .graph import Graph
-from .result import MSFResult
+from mst_dist.graph import Graph
+from mst_dist.result import MSFResult
 
 logger = logging.getLogger("mst_dist")
 
@@ -15,7 +15,7 @@ BACKENDS = ("auto", "cpu", "gpu")
 
 def _conf(name, value, default):
     """Keyword > dask.config (environment, YAML files) > packaged defaults."""
-    from . import config
+    from mst_dist import config
 
     return config.get(name, value, default)
 
@@ -85,7 +85,7 @@ def minimum_spanning_forest(graph, client=None, *, partitions=None, backend="aut
     >>> mst_dist.minimum_spanning_forest(g).edge_ids.tolist()
     [1, 2, 3]
     """
-    from .driver import Driver
+    from mst_dist.engine.driver import Driver
 
     if not isinstance(graph, Graph):
         raise TypeError(f"graph must be a mst_dist.Graph, got {type(graph).__name__}; "
@@ -104,7 +104,7 @@ def minimum_spanning_forest(graph, client=None, *, partitions=None, backend="aut
     )
     if client is not None:
         return _run_resilient(Driver, graph, client, opts)
-    from .cluster import embedded, local_gpu
+    from mst_dist.deploy.local import embedded, local_gpu
 
     with embedded(gpu=local_gpu(backend)) as c:
         return _run_resilient(Driver, graph, c, opts)

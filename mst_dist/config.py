@@ -285,7 +285,7 @@ def _validate_graph(raw, source, check_paths=True):
             if key in graph:
                 _fail(f"graph.{key}", "only with graph.input (a file)", source)
         return {"generate": _validate_generate("graph.generate", graph["generate"], source)}
-    from .readers import FORMATS, format_of_path
+    from mst_dist.io.readers import FORMATS, format_of_path
 
     path = _check_type("graph.input", graph["input"], "str", source)
     out = {"input": path}
@@ -308,7 +308,7 @@ def _validate_graph(raw, source, check_paths=True):
 
 
 def _validate_output(raw, source):
-    from .io import FOREST_FORMATS, forest_format
+    from mst_dist.io.writers import FOREST_FORMATS, forest_format
 
     if raw is None:
         return None

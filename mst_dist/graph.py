@@ -63,7 +63,7 @@ def check_edges(src, dst, w, n_vertices, offset=0, where=""):
     if device:
         i, reason, maxid = _first_invalid_on_device(src, dst, w, n_vertices)
     else:
-        from .kernels import cpu
+        from mst_dist.kernels import cpu
 
         i, reason, maxid = cpu.first_invalid_edge(src, dst, w, n_vertices)
     if i >= 0:
@@ -85,7 +85,7 @@ def _first_invalid_on_device(src, dst, w, n_vertices):
     """:func:`mst_dist.kernels.cpu.first_invalid_edge` for CuPy arrays: ``(index, reason, max_id)``."""
     import cupy as xp
 
-    from .kernels import reference
+    from mst_dist.kernels import reference
 
     i = reference.first_invalid_edge(src, dst, w, n_vertices, xp=xp)
     if i < 0:
@@ -239,35 +239,35 @@ class Graph:
 
     @classmethod
     def from_networkx(cls, G, weight="weight", default=1, **kw):
-        """A graph from a networkx graph; see :func:`mst_dist.interop.from_networkx`."""
-        from .interop import from_networkx
+        """A graph from a networkx graph; see :func:`mst_dist.io.interop.from_networkx`."""
+        from mst_dist.io.interop import from_networkx
 
         return from_networkx(G, weight, default, **kw)
 
     @classmethod
     def from_scipy(cls, A, **kw):
-        """A graph from a SciPy sparse matrix; see :func:`mst_dist.interop.from_scipy`."""
-        from .interop import from_scipy
+        """A graph from a SciPy sparse matrix; see :func:`mst_dist.io.interop.from_scipy`."""
+        from mst_dist.io.interop import from_scipy
 
         return from_scipy(A, **kw)
 
     @classmethod
     def from_pandas(cls, df, *args, **kw):
-        """A graph from a pandas DataFrame; see :func:`mst_dist.interop.from_pandas`."""
-        from .interop import from_pandas
+        """A graph from a pandas DataFrame; see :func:`mst_dist.io.interop.from_pandas`."""
+        from mst_dist.io.interop import from_pandas
 
         return from_pandas(df, *args, **kw)
 
     @classmethod
     def from_dask_dataframe(cls, ddf, *args, **kw):
-        """A lazy graph from a Dask DataFrame; see :func:`mst_dist.interop.from_dask_dataframe`."""
-        from .interop import from_dask_dataframe
+        """A lazy graph from a Dask DataFrame; see :func:`mst_dist.io.interop.from_dask_dataframe`."""
+        from mst_dist.io.interop import from_dask_dataframe
 
         return from_dask_dataframe(ddf, *args, **kw)
 
     def to_arrays(self):
         """All edges as ``(src, dst, weight)`` arrays in this process (small graphs, tests)."""
-        from .kernels.gpu import to_host
+        from mst_dist.kernels.gpu import to_host
 
         parts = [tuple(to_host(a) for a in s.load(0, s.n_edges)) for s in self.sources]
         if not parts:

@@ -154,20 +154,20 @@ class MSFResult:
         }
 
     def to_networkx(self, **kw):
-        """The forest as a ``networkx.Graph``; see :func:`mst_dist.interop.to_networkx`."""
-        from .interop import to_networkx
+        """The forest as a ``networkx.Graph``; see :func:`mst_dist.io.interop.to_networkx`."""
+        from mst_dist.io.interop import to_networkx
 
         return to_networkx(self, **kw)
 
     def to_scipy(self, **kw):
-        """The forest as a SciPy sparse array; see :func:`mst_dist.interop.to_scipy`."""
-        from .interop import to_scipy
+        """The forest as a SciPy sparse array; see :func:`mst_dist.io.interop.to_scipy`."""
+        from mst_dist.io.interop import to_scipy
 
         return to_scipy(self, **kw)
 
     def to_pandas(self):
-        """The forest as a pandas DataFrame; see :func:`mst_dist.interop.to_pandas`."""
-        from .interop import to_pandas
+        """The forest as a pandas DataFrame; see :func:`mst_dist.io.interop.to_pandas`."""
+        from mst_dist.io.interop import to_pandas
 
         return to_pandas(self)
 

@@ -43,7 +43,7 @@ import time
 
 import numpy as np
 
-from . import reference
+from mst_dist.kernels import reference
 
 __all__ = [
     "DeviceChunk",
@@ -90,7 +90,7 @@ def array_module(name=None):
     ``name`` defaults to the ``mst.gpu.array-module`` configuration.
     """
     if name is None:
-        from .. import config
+        from mst_dist import config
 
         name = config.get("gpu.array-module", None, "cupy")
     if name == "numpy":
@@ -109,7 +109,7 @@ class GPUUnavailableError(RuntimeError):
 def gpu_ready(name=None):
     """Whether this process can run the GPU kernels: ``(ok, reason)``."""
     if name is None:
-        from .. import config
+        from mst_dist import config
 
         name = config.get("gpu.array-module", None, "cupy")
     return _gpu_ready(name)

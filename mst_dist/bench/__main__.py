@@ -1,0 +1,5 @@
+import sys
+
+from mst_dist.bench import cli
+
+sys.exit(cli())

@@ -1,0 +1,1 @@
+"""Clusters mst-dist starts or joins: embedded/local, local CUDA, SLURM/PBS (dask-jobqueue), MPI."""

@@ -1,0 +1,105 @@
+"""Turning a configuration into a Dask client.
+
+``embedded()`` is the default when no client is given: an in-process
+``LocalCluster`` sized to the machine, threads only (the kernels release the
+GIL), its dashboard on 127.0.0.1 with the link logged, shut down on exit.
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+
+logger = logging.getLogger("mst_dist")
+
+
+def _cores():
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+_UNSET = object()
+
+
+def local_gpu(backend):
+    """Whether an in-process cluster started here should get this machine's GPU.
+
+    ``"auto"`` and ``"gpu"``: yes where the GPU kernels can run here (CuPy and
+    a CUDA device, or the ``mst.gpu.array-module: numpy`` stand-in).  ``"gpu"``
+    where they cannot raises :class:`~mst_dist.GPUUnavailableError` saying why
+    and how to install the extra, before any cluster starts; ``"auto"`` logs
+    that the CPU kernels run.
+    """
+    if backend == "cpu":
+        return False
+    from mst_dist.kernels.gpu import GPU_INSTALL_HINT, GPUUnavailableError, gpu_ready
+
+    ok, reason = gpu_ready()
+    if ok:
+        return True
+    if backend == "gpu":
+        hint = "" if GPU_INSTALL_HINT in reason else f"; install the GPU extra: {GPU_INSTALL_HINT}"
+        raise GPUUnavailableError(f"backend='gpu' needs a CUDA GPU and CuPy, and this machine cannot run "
+                                  f"them: {reason}{hint}. Or give a cluster with GPU workers (cluster kind "
+                                  "local-cuda, or a scheduler address), or use backend 'auto' or 'cpu'")
+    logger.info("no usable GPU here (%s): the CPU kernels run", reason)
+    return False
+
+
+@contextlib.contextmanager
+def embedded(n_workers=None, threads_per_worker=None, processes=None,
+             dashboard_address=_UNSET, memory_limit="auto", gpu=False, **kwargs):
+    """An in-process Dask cluster and its client, closed on exit.
+
+    Unset arguments come from the ``mst.cluster`` configuration: one worker
+    with a thread per core by default, so every chunk lives in this process
+    and nothing is pickled or copied between tasks.  With ``gpu``, the worker
+    advertises ``resources={"GPU": 1}`` and runs the GPU kernels on this
+    process's current CUDA device (edge arrays already there stay there).
+    """
+    from distributed import Client, LocalCluster
+
+    from mst_dist import config
+
+    n_workers = config.get("cluster.n-workers", n_workers) or 1
+    threads_per_worker = config.get("cluster.threads-per-worker", threads_per_worker)
+    processes = bool(config.get("cluster.processes", processes))
+    if dashboard_address is _UNSET:
+        dashboard_address = config.get("cluster.dashboard-address")
+    if threads_per_worker is None:
+        threads_per_worker = max(1, _cores() // max(1, n_workers))
+    if gpu:
+        kwargs.setdefault("resources", {"GPU": 1})
+    cluster = LocalCluster(n_workers=n_workers, threads_per_worker=threads_per_worker,
+                           processes=processes, dashboard_address=dashboard_address,
+                           memory_limit=memory_limit, **kwargs)
+    try:
+        client = Client(cluster)
+        try:
+            if dashboard_address:
+                from mst_dist.diagnostics.dashboard import register
+
+                register(client)  # the dashboard's MST page
+            link = _dashboard_link(cluster, dashboard_address)
+            logger.info("embedded Dask cluster: %d worker(s) x %d thread(s)%s%s", n_workers,
+                        threads_per_worker, " with a GPU" if gpu else "",
+                        f", dashboard at {link}" if link else "")
+            yield client
+        finally:
+            client.close()
+    finally:
+        cluster.close()
+
+
+def _dashboard_link(cluster, dashboard_address):
+    """The dashboard's URL on the interface it is bound to (not the host's public name)."""
+    if not dashboard_address:
+        return None
+    try:
+        port = cluster.scheduler.http_server.port
+    except AttributeError:  # pragma: no cover - remote scheduler
+        return cluster.dashboard_link
+    host = str(dashboard_address).rsplit(":", 1)[0] or "127.0.0.1"
+    return f"http://{host}:{port}/status"

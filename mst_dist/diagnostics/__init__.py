@@ -1,0 +1,1 @@
+"""What a person watches: the dashboard page, static figures and the live progress line."""

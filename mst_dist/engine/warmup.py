@@ -1,0 +1,127 @@
+"""Worker preload: compile (or load from Numba's cache) the kernels when a worker starts.
+
+``dask worker tcp://HOST:8786 --preload mst_dist.engine.warmup`` runs :func:`warm` as
+the worker starts, so the first round of the first run does not pay for JIT
+compilation (a few seconds per process on a fresh cache; well under a second
+when the on-disk cache, ``__pycache__`` beside the kernels, is already filled).
+The clusters mst-dist starts (``local-cuda``, ``slurm``, ``pbs``, ``mpi``)
+add this preload themselves unless ``cluster.warmup: false``.
+
+It runs the engine's own task functions on a tiny graph: prepare, a distributed
+round (map, merge, contract), a second round with filter-edges fused into map,
+the light/heavy split, the single-task solve both ways in, the labels and the
+forest; for integer and float weights.  On a GPU worker (one that advertises
+a ``GPU`` resource and can run CuPy) it also runs the GPU kernels once for
+each packing (32-bit ints and floats, and the ranked 64-bit path), so CuPy
+compiles (or loads from its cache) their kernels before the first run.  A
+failure is logged, never fatal: the worker starts anyway and compiles on first
+use.
+"""
+from __future__ import annotations
+
+import logging
+import time
+
+import numpy as np
+
+__all__ = ["warm", "dask_setup"]
+
+logger = logging.getLogger("mst_dist.engine.warmup")
+
+
+def _tiny(weight_dtype, n=48, m=192, seed=0):
+    rng = np.random.default_rng(seed)
+    src = rng.integers(0, n, m)
+    dst = rng.integers(0, n, m)
+    if np.dtype(weight_dtype).kind == "f":
+        w = rng.random(m).astype(weight_dtype)
+    else:
+        w = rng.integers(1, 20, m).astype(weight_dtype)
+    return n, src, dst, w
+
+
+def _pipeline(weight_dtype):
+    from mst_dist.engine import driver as d
+
+    n, src, dst, w = _tiny(weight_dtype)
+    half = src.shape[0] // 2
+    raws = [(src[:half], dst[:half], w[:half]), (src[half:], dst[half:], w[half:])]
+    offsets = [0, half]
+    d.check_edges(src, dst, w, n)
+    chunks = [d._prepare(r, o, n) for r, o in zip(raws, offsets)]
+    # round 0: map, merge, contract (filter-nodes fused in)
+    outs = [d._map(c, None, n) for c in chunks]
+    rmap, chosen0, st = d._contract(d._merge(*[o[1] for o in outs]), n, None)
+    # round 1: filter-edges fused into map, relabelled by round 0's map
+    n1 = rmap[1]
+    if n1:
+        outs1 = [d._map(o[0], rmap, n1) for o in outs]
+        d._contract(d._merge(*[o[1] for o in outs1]), n1, st, False)
+    # the light-edge pass's split, and its map composition
+    keys = chunks[0][2]
+    if keys.shape[0]:
+        d._split(chunks[0], rmap, keys[keys.shape[0] // 2], chunks[0][3][keys.shape[0] // 2])
+    d._compose_forward(rmap, rmap)
+    # the single-task solve: from the raw chunks, and from relabelled chunks
+    d._local(raws, None, n, None, n, 1.5, 3.0, offsets)
+    rmap2, chosen1, _ = d._local([o[0] for o in outs], rmap, n1, st, n, 1.5, 3.0)
+    d._labels(n, rmap, rmap2)
+    d._forest(chosen0, chosen1)
+
+
+def _gpu_pipeline(weight_dtype, xp):
+    from mst_dist.kernels import gpu
+
+    n, src, dst, w = _tiny(weight_dtype)
+    half = src.shape[0] // 2
+    a = gpu.prepare_chunk(src[:half], dst[:half], w[:half], 0, n, xp)
+    b = gpu.prepare_chunk(src[half:], dst[half:], w[half:], half, n, xp)
+    gpu.map_chunk(a, n)
+    M, _ = gpu.to_device((np.arange(n) // 2).astype(np.int64), xp)
+    gpu.filter_map_chunk(b, M, n // 2)
+    key, eid = gpu.sample(a, [0])
+    gpu.split_light(a, M, key[0], eid[0])
+    gpu.solve_local(gpu.concat([a, b], xp), n, 0, relabel=M[: n])
+    gpu.synchronize(xp)
+
+
+def warm(weight_dtypes=("int64", "float64"), gpu=False):
+    """Run the kernels once on tiny graphs; returns the seconds it took.
+
+    ``gpu``: also the GPU kernels (on this process's current device).
+    """
+    t0 = time.perf_counter()
+    for dt in weight_dtypes:
+        _pipeline(dt)
+    if gpu:
+        from mst_dist.kernels.gpu import array_module
+
+        xp = array_module()
+        for dt in ("int32", "float32", "float64"):
+            _gpu_pipeline(dt, xp)
+    return time.perf_counter() - t0
+
+
+def _is_gpu_worker(worker):
+    from mst_dist.engine.driver import worker_resources
+
+    if worker is None or not worker_resources(worker).get("GPU", 0):
+        return False
+    from mst_dist.kernels.gpu import gpu_ready
+
+    ok, reason = gpu_ready()
+    if not ok:
+        logger.warning("this worker advertises a GPU but cannot run the GPU kernels: %s", reason)
+    return ok
+
+
+def dask_setup(worker=None):
+    """``dask worker --preload mst_dist.engine.warmup``: warm the kernels as the worker starts."""
+    # in a worker process only distributed's loggers have handlers: log with them there
+    log = logger if logger.hasHandlers() else logging.getLogger("distributed.preloading")
+    try:
+        secs = warm(gpu=_is_gpu_worker(worker))
+    except Exception:  # never keep a worker from starting
+        log.warning("mst-dist kernel warm-up failed; kernels compile on first use", exc_info=True)
+        return
+    log.info("mst-dist kernels warmed up in %.2f s", secs)

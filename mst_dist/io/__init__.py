@@ -1,0 +1,1 @@
+"""Graph inputs and outputs: readers (run on the workers), writers, and interop."""

@@ -1,0 +1,360 @@
+"""The text kernel of :mod:`mst_dist.io.readers`: whole lines of bytes in, edge arrays out.
+
+Pure Numba functions (no I/O, no Dask), imported on first use so that
+importing the readers stays light.  One kernel serves the three text formats
+(edge list, DIMACS ``.gr`` body, Matrix Market body); see
+:func:`_parse_text`.
+"""
+import numpy as np
+from numba import njit
+
+from mst_dist.io.readers import (  # noqa: F401  (compile-time constants of the kernel)
+    _E_EMPTY, _E_FEW, _E_HIGH, _E_LINE, _E_LOW, _E_MANY, _E_OVERFLOW, _E_PLINE, _E_TOKEN, _E_WINT,
+    _M_EDGELIST, _M_MTX, _OK, _S_ECOL, _S_EEND, _S_ELINE, _S_ELS, _S_EPOS, _S_FB,
+    _S_LINES, _S_MAXID, _S_NCK, _S_NEXTCK, _S_NF, _S_RAW, _S_ROWS, _S_STATUS, _W_INT, _W_NONE,
+)
+
+
+@njit(cache=True, nogil=True)
+def _count_lines(buf):
+    """Number of lines in ``buf`` (a last line without a newline counts)."""
+    n = 0
+    for i in range(buf.shape[0]):
+        if buf[i] == 10:
+            n += 1
+    if buf.shape[0] and buf[buf.shape[0] - 1] != 10:
+        n += 1
+    return n
+
+
+_WS_TABLE = np.zeros(256, np.bool_)
+_WS_TABLE[[9, 11, 12, 13, 32]] = True
+# bytes that end a token: whitespace and newline, plus the comma in edge lists
+_END_GR_MTX = _WS_TABLE.copy()
+_END_GR_MTX[10] = True
+_END_EDGELIST = _END_GR_MTX.copy()
+_END_EDGELIST[44] = True
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _is_ws(c):
+    return _WS_TABLE[c]
+
+
+@njit(cache=True, nogil=True)
+def _parse_int(buf, ts, te):
+    """``(ok, value, overflow)`` for ``[+-]?[0-9]+`` in ``buf[ts:te]``."""
+    j = ts
+    neg = False
+    c = buf[j]
+    if c == 43 or c == 45:
+        neg = c == 45
+        j += 1
+    if j == te:
+        return False, 0, False
+    val = np.int64(0)
+    ovf = False
+    while j < te:
+        d = np.int64(buf[j]) - 48
+        if d < 0 or d > 9:
+            return False, 0, False
+        if not ovf:
+            if val > (9223372036854775807 - d) // 10:
+                ovf = True
+            else:
+                val = val * 10 + d
+        j += 1
+    if ovf:
+        return False, 0, True
+    return True, -val if neg else val, False
+
+
+@njit(cache=True, nogil=True)
+def _parse_overflows(buf, ts, te):
+    """Whether ``buf[ts:te]`` is ``[+-]?[0-9]+`` (a valid integer, then, too big for int64)."""
+    ok, _, ovf = _parse_int(buf, ts, te)
+    return ovf
+
+
+@njit(cache=True, nogil=True)
+def _is_float(buf, ts, te):
+    """Whether ``buf[ts:te]`` is ``[+-]?([0-9]+(.[0-9]*)?|.[0-9]+)([eE][+-]?[0-9]+)?``."""
+    j = ts
+    c = buf[j]
+    if c == 43 or c == 45:
+        j += 1
+    nd = 0
+    while j < te and 48 <= buf[j] <= 57:
+        j += 1
+        nd += 1
+    if j < te and buf[j] == 46:
+        j += 1
+        while j < te and 48 <= buf[j] <= 57:
+            j += 1
+            nd += 1
+    if nd == 0:
+        return False
+    if j < te and (buf[j] == 101 or buf[j] == 69):
+        j += 1
+        if j < te and (buf[j] == 43 or buf[j] == 45):
+            j += 1
+        ne = 0
+        while j < te and 48 <= buf[j] <= 57:
+            j += 1
+            ne += 1
+        if ne == 0:
+            return False
+    return j == te
+
+
+@njit(cache=True, nogil=True)
+def _parse_text(buf, pos0, mode, ncols, wkind, base, lim0, lim1, dedupe, store, skip, gran,
+                src, dst, wint, fbuf, foff, frow, fline, ck, st):
+    """Parse whole lines of ``buf`` (an edge list, ``.gr`` or ``.mtx`` body).
+
+    Writes kept rows ``skip, skip + 1, ...`` to ``src, dst, wint`` (when
+    ``store``; as many as they hold, from index 0); the bytes of fractional
+    weight tokens of those rows (of every row without ``store``) to ``fbuf``
+    (offsets ``foff``, output index ``frow``, local line ``fline``); checkpoints ``(pos0 + offset, rows, lines)`` to
+    ``ck`` at the first line start past each multiple of ``gran``; counters
+    and the first error to ``st`` (see the ``_S_*`` slots).  Stops at the
+    first error.
+    """
+    n = buf.shape[0]
+    i = 0
+    rows = 0
+    raw = 0
+    lines = 0
+    nf = 0
+    fb = 0
+    nck = 0
+    maxid = st[_S_MAXID]
+    nextck = st[_S_NEXTCK]
+    status = _OK
+    eline = -1
+    epos = -1
+    eend = -1
+    ecol = -1
+    els = -1
+    foff[0] = 0
+    while i < n:
+        ls = i
+        if gran > 0 and pos0 + i >= nextck:
+            ck[nck, 0] = pos0 + i
+            ck[nck, 1] = rows
+            ck[nck, 2] = lines
+            nck += 1
+            nextck = ((pos0 + i) // gran + 1) * gran
+        c = buf[i]
+        while _is_ws(c):
+            i += 1
+            if i >= n:
+                break
+            c = buf[i]
+        if i >= n or c == 10:
+            i += 1
+            lines += 1
+            continue
+        data = True
+        if mode == _M_EDGELIST:
+            if c == 35 or c == 37:
+                data = False
+        elif mode == _M_MTX:
+            if c == 37:
+                data = False
+        else:
+            nxt = buf[i + 1] if i + 1 < n else np.uint8(10)
+            sep = _is_ws(nxt) or nxt == 10
+            if c == 99 and sep:
+                data = False
+            elif c == 97 and sep:
+                i += 1
+                while i < n and _is_ws(buf[i]):
+                    i += 1
+            elif c == 112 and sep:
+                status = _E_PLINE
+                epos = i
+                eend = i + 1
+                ecol = 0
+            else:
+                status = _E_LINE
+                epos = i
+                eend = i + 1
+                ecol = 0
+        if status != _OK:
+            eline = lines
+            els = ls
+            break
+        if not data:
+            while i < n and buf[i] != 10:
+                i += 1
+            i += 1
+            lines += 1
+            continue
+        col = 0
+        u = np.int64(0)
+        v = np.int64(0)
+        wv = np.int64(1)
+        isf = False
+        fts = 0
+        fte = 0
+        us = 0
+        ue = 0
+        vs = 0
+        ve = 0
+        while True:
+            if i >= n or buf[i] == 10:
+                break
+            c = buf[i]
+            if c == 44 and mode == _M_EDGELIST:
+                status = _E_EMPTY
+                epos = i
+                eend = i + 1
+                break
+            # one pass: find the token's end and read it as [+-]?[0-9]+ on the way
+            ts = i
+            neg = False
+            if c == 43 or c == 45:
+                neg = c == 45
+                i += 1
+            val = np.int64(0)
+            nd = 0
+            ok = True
+            ovf = False
+            while i < n:
+                c = buf[i]
+                d = np.int64(c) - 48
+                if 0 <= d <= 9:
+                    if nd < 18:  # below 10**18: no overflow possible
+                        val = val * 10 + d
+                    elif val > (9223372036854775807 - d) // 10:
+                        ovf = True
+                    else:
+                        val = val * 10 + d
+                    nd += 1
+                elif (_END_EDGELIST[c] if mode == _M_EDGELIST else _END_GR_MTX[c]):
+                    break
+                else:
+                    ok = False
+                i += 1
+            te = i
+            if nd == 0:
+                ok = False
+            if ovf:
+                ok = False
+                ovf = nd > 0 and _parse_overflows(buf, ts, te)
+            if neg:
+                val = -val
+            if col >= ncols:
+                status = _E_MANY
+                epos = ts
+                eend = te
+                break
+            if col < 2:
+                if not ok:
+                    status = _E_OVERFLOW if ovf else _E_TOKEN
+                    epos = ts
+                    eend = te
+                    break
+                if col == 0:
+                    u = val
+                    us = ts
+                    ue = te
+                else:
+                    v = val
+                    vs = ts
+                    ve = te
+            elif wkind != _W_NONE:
+                if ok:
+                    wv = val
+                elif wkind == _W_INT:
+                    status = _E_OVERFLOW if ovf else (_E_WINT if _is_float(buf, ts, te) else _E_TOKEN)
+                    epos = ts
+                    eend = te
+                    break
+                elif ovf or _is_float(buf, ts, te):
+                    isf = True
+                    fts = ts
+                    fte = te
+                    wv = 0
+                else:
+                    status = _E_TOKEN
+                    epos = ts
+                    eend = te
+                    break
+            col += 1
+            while i < n and _is_ws(buf[i]):
+                i += 1
+            if mode == _M_EDGELIST and i < n and buf[i] == 44:
+                i += 1
+                while i < n and _is_ws(buf[i]):
+                    i += 1
+                if i >= n or buf[i] == 10 or buf[i] == 44:
+                    status = _E_EMPTY
+                    epos = i
+                    eend = i + 1 if i < n else i
+                    break
+        if status == _OK and col < ncols:
+            status = _E_FEW
+            epos = i
+            eend = i
+        if status == _OK:
+            u -= base
+            v -= base
+            if u < 0 or (lim0 >= 0 and u >= lim0):
+                status = _E_LOW if u < 0 else _E_HIGH
+                epos = us
+                eend = ue
+                col = 0
+            elif v < 0 or (lim1 >= 0 and v >= lim1):
+                status = _E_LOW if v < 0 else _E_HIGH
+                epos = vs
+                eend = ve
+                col = 1
+        if status != _OK:
+            eline = lines
+            ecol = col
+            els = ls
+            break
+        raw += 1
+        if u > maxid:
+            maxid = u
+        if v > maxid:
+            maxid = v
+        if not dedupe or u < v:
+            keep = True
+            k = rows
+            if store:
+                k = rows - skip
+                keep = 0 <= k < src.shape[0]
+                if keep:
+                    src[k] = u
+                    dst[k] = v
+                    wint[k] = wv
+            if isf and keep:
+                for j in range(fts, fte):
+                    fbuf[fb] = buf[j]
+                    fb += 1
+                frow[nf] = k
+                fline[nf] = lines
+                nf += 1
+                foff[nf] = fb
+            rows += 1
+        while i < n and buf[i] != 10:
+            i += 1
+        i += 1
+        lines += 1
+    st[_S_STATUS] = status
+    st[_S_ROWS] = rows
+    st[_S_RAW] = raw
+    st[_S_LINES] = lines
+    st[_S_NF] = nf
+    st[_S_FB] = fb
+    st[_S_NCK] = nck
+    st[_S_ELINE] = eline
+    st[_S_EPOS] = epos
+    st[_S_EEND] = eend
+    st[_S_ECOL] = ecol
+    st[_S_MAXID] = maxid
+    st[_S_NEXTCK] = nextck
+    st[_S_ELS] = els

@@ -1,0 +1,226 @@
+"""Operating runs from the command line: live progress on a terminal, the run report and the
+plot, ``submit`` to a cluster that is already up."""
+import json
+import os
+import pty
+import re
+import select
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import mst_dist
+from mst_dist.diagnostics import dashboard
+from support.chromium import chromium_path
+from support.naive import kruskal
+from support import ROOT
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|\r")
+
+
+def env_with_root(**extra):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    env.update(extra)
+    return env
+
+
+def cli(*args, cwd, timeout=300):
+    return subprocess.run([sys.executable, "-m", "mst_dist.cli", *args], cwd=cwd, env=env_with_root(),
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def on_a_terminal(*args, cwd, timeout=300):
+    """Run the CLI with stdout and stderr on a pseudo-terminal; everything it drew, ANSI stripped."""
+    master, slave = pty.openpty()
+    p = subprocess.Popen([sys.executable, "-m", "mst_dist.cli", *args], cwd=cwd, stdin=slave, stdout=slave,
+                         stderr=slave, env=env_with_root(TERM="xterm-256color", COLUMNS="160", LINES="40"),
+                         close_fds=True)
+    os.close(slave)
+    chunks, deadline = [], time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        r, _, _ = select.select([master], [], [], 0.5)
+        if r:
+            try:
+                data = os.read(master, 65536)
+            except OSError:  # the child closed the terminal
+                break
+            if not data:
+                break
+            chunks.append(data)
+        elif p.poll() is not None:
+            break
+    os.close(master)
+    rc = p.wait(timeout=60)
+    return rc, ANSI.sub("", b"".join(chunks).decode(errors="replace"))
+
+
+# --------------------------------------------------------------------------
+# live progress
+# --------------------------------------------------------------------------
+
+def test_live_progress_on_a_terminal(tmp_path):
+    rc, screen = on_a_terminal("run", "--generate", "rmat", "--scale", "12", "--seed", "2", "--local-finish", "0",
+                               "--workers", "2", "--threads", "1", cwd=tmp_path)
+    assert rc == 0, screen[-3000:]
+    # the live line: round, phase, components, edges left, elapsed
+    live = re.findall(r"round (\d+)\s+(map|local|load|finish)\s+([\d,]+) components\s+([\d,]+) edges left\s+"
+                      r"([\d.]+) s", screen)
+    assert live, screen[-3000:]
+    assert {int(r) for r, *_ in live} >= {0, 1, 2}
+    assert "forest edges" in screen and "total weight" in screen  # then the summary
+    assert "INFO     round" not in screen  # no per-phase log lines when the live display runs
+
+
+def test_no_live_progress_when_piped(tmp_path):
+    p = cli("run", "--generate", "grid", "--rows", "30", "--cols", "30", "--local-finish", "0", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert "edges left" not in p.stdout + p.stderr  # no live display into a pipe
+    assert re.search(r"round 0 map\s+900 components", p.stderr)  # the log lines instead
+    assert "\x1b[" not in p.stdout
+
+
+def test_quiet_on_a_terminal(tmp_path):
+    rc, screen = on_a_terminal("run", "--generate", "grid", "--rows", "20", "--cols", "20", "--quiet",
+                               cwd=tmp_path)
+    assert rc == 0
+    assert "edges left" not in screen and "INFO" not in screen
+    assert "forest edges" in screen
+
+
+# --------------------------------------------------------------------------
+# the run report and the plot
+# --------------------------------------------------------------------------
+
+def test_report_and_html_plot(tmp_path):
+    p = cli("run", "--generate", "erdos_renyi", "--n", "2000", "--m", "9000", "--seed", "7", "--local-finish", "0",
+            "--workers", "2", "--threads", "1", "--json", "--report", "run.json", "--plot", "rounds.html",
+            cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    rep = json.loads(p.stdout)
+    assert rep == json.loads((tmp_path / "run.json").read_text())
+    assert set(rep) >= {"config", "versions", "cluster", "summary", "timings", "stats"}
+    assert rep["cluster"]["kind"] == "local" and rep["cluster"]["n_workers"] == 2
+    assert [w["nthreads"] for w in rep["cluster"]["workers"]] == [1, 1]
+    assert rep["timings"]["wall_seconds"] >= rep["timings"]["engine_seconds"] > 0
+    assert set(rep["timings"]["phase_totals"]) == set(mst_dist.PHASES)
+    assert len(rep["stats"]["rounds"]) == rep["summary"]["rounds"] > 1
+    assert rep["versions"]["bokeh"]
+    html = (tmp_path / "rounds.html").read_text()
+    assert "Bokeh" in html and "mst-rounds" in html and "cdn.bokeh.org" not in html  # offline: JS inlined
+    # the rounds in the file are the report's
+    rounds = [r["round"] for r in rep["stats"]["rounds"]]
+    assert json.dumps(rounds)[1:-1].replace(" ", "") in html.replace(" ", "")
+    assert sorted(os.listdir(tmp_path)) == ["rounds.html", "run.json"]
+
+
+def test_png_plot(tmp_path):
+    if chromium_path() is None:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is missing in CI: .ci/run must apt-get install chromium")
+        pytest.skip("chromium is not installed (apt-get install chromium); .ci/run installs it")
+    from PIL import Image
+
+    p = cli("run", "--generate", "grid", "--rows", "40", "--cols", "40", "--local-finish", "0", "--quiet",
+            "--plot", "rounds.png", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    img = np.asarray(Image.open(tmp_path / "rounds.png").convert("RGB")).astype(int)
+    assert img.shape[0] >= 600 and img.shape[1] >= 1000
+    purple = (np.abs(img - [0x6a, 0x3d, 0x9a]).max(axis=2) <= 8).sum()  # the bytes-moved bars
+    red = (np.abs(img - [0xd6, 0x27, 0x28]).max(axis=2) <= 8).sum()     # the components line
+    assert red > 50 and purple >= 0
+
+
+@pytest.mark.parametrize("args, match", [
+    (("--plot", "rounds.svg"), "--plot: plot 'rounds.svg': unknown file type '.svg'; supported: .html, .png"),
+    (("--report", "no/such/dir/r.json"), "--report: directory"),
+])
+def test_report_path_errors(tmp_path, args, match):
+    p = cli("run", "--generate", "hypercube", "--d", "3", *args, cwd=tmp_path)
+    assert p.returncode == 2
+    assert match in p.stderr
+
+
+# --------------------------------------------------------------------------
+# submit: a cluster that is already up
+# --------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def running():
+    """A scheduler with two workers listening on TCP, as if started by hand."""
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, protocol="tcp", host="127.0.0.1",
+                      dashboard_address="127.0.0.1:0") as cluster, Client(cluster) as c:
+        yield cluster, c
+
+
+def runs_of(cluster):
+    p = cluster.scheduler.plugins.get(dashboard.NAME)
+    return {} if p is None else dict(p.runs)
+
+
+def test_submit_generated(tmp_path, running):
+    cluster, c = running
+    (tmp_path / "run.yaml").write_text("graph:\n  generate: {kind: erdos_renyi, n: 3000, m: 12000, seed: 9}\n"
+                                       "local_finish: 0\npartitions: 4\noutput: {path: forest.parquet}\n")
+    before = set(runs_of(cluster))
+    p = cli("submit", "--scheduler", cluster.scheduler_address, "run.yaml", "--json", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    rep = json.loads(p.stdout)
+    assert rep["cluster"]["kind"] == "address" and rep["cluster"]["scheduler"] == cluster.scheduler_address
+    assert rep["cluster"]["n_workers"] == 2
+    g = mst_dist.generate("erdos_renyi", n=3000, m=12000, seed=9)
+    exp, _ = kruskal(g.n_vertices, *g.to_arrays())
+    import pyarrow.parquet as pq
+
+    np.testing.assert_array_equal(pq.read_table(tmp_path / "forest.parquet").column("edge_id").to_numpy(), exp)
+    # submit added the MST page to the running scheduler; the chunks were generated by its workers
+    (token,) = set(runs_of(cluster)) - before
+    run = runs_of(cluster)[token]
+    assert run["state"] == "finished" and run["tasks"].get("load") == 4
+    assert set(run["chunks"].values()) <= set(c.scheduler_info()["workers"])
+    # the cluster outlives the submission
+    assert len(c.scheduler_info()["workers"]) == 2
+
+
+def test_submit_reads_input_on_the_workers(tmp_path, running):
+    pytest.importorskip("mst_dist.io.readers")
+    cluster, c = running
+    rng = np.random.default_rng(3)
+    src, dst, w = rng.integers(0, 500, 4000), rng.integers(0, 500, 4000), rng.integers(1, 100, 4000)
+    np.savez(tmp_path / "g.npz", src=src, dst=dst, weight=w)
+    (tmp_path / "run.yaml").write_text(f"graph: {{input: {tmp_path / 'g.npz'}}}\nlocal_finish: 0\n")
+    before = set(runs_of(cluster))
+    p = cli("submit", "--scheduler", cluster.scheduler_address, "run.yaml", "--json", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    exp, total = kruskal(500, src, dst, w)
+    assert json.loads(p.stdout)["summary"]["forest_edges"] == len(exp)
+    (token,) = set(runs_of(cluster)) - before
+    assert runs_of(cluster)[token]["tasks"].get("load", 0) > 0  # mst-load tasks read the file
+
+
+def test_submit_input_not_visible_on_workers(tmp_path, running):
+    cluster, _ = running
+    (tmp_path / "run.yaml").write_text("graph: {input: /nowhere/graph.npz}\n")
+    p = cli("submit", "--scheduler", cluster.scheduler_address, "run.yaml", cwd=tmp_path)
+    assert p.returncode == 2
+    assert "graph.input: '/nowhere/graph.npz' is not visible on 2 of 2 worker(s)" in p.stderr
+
+
+def test_submit_needs_a_scheduler(tmp_path):
+    p = cli("submit", os.path.join(ROOT, "configs", "quickstart.yaml"), cwd=tmp_path)
+    assert p.returncode == 2
+    assert "submit runs on a cluster that is already up" in p.stderr
+
+
+def test_submit_address_from_config(tmp_path, running):
+    cluster, _ = running
+    (tmp_path / "run.yaml").write_text("graph:\n  generate: {kind: grid, rows: 10, cols: 10}\n"
+                                       f"cluster: {{kind: address, address: '{cluster.scheduler_address}'}}\n")
+    p = cli("submit", "run.yaml", "--json", "--quiet", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["summary"]["forest_edges"] == 99

@@ -1,0 +1,305 @@
+"""The dashboard's MST page: its plugin state, its registration, and the page in a real browser."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+
+import numpy as np
+import pytest
+
+import mst_dist
+from mst_dist.diagnostics import dashboard, figures
+from mst_dist.deploy.local import embedded
+from support.chromium import Chromium, chromium_path
+from support import ROOT
+
+
+
+def round_rec(r, comps, edges, wall=1.0, moved=100, mode="distributed"):
+    return {"round": r, "mode": mode, "components_before": comps, "components_after": comps // 2,
+            "edges_before": edges, "edges_after": edges // 3, "forest_edges": comps // 2,
+            "phase_seconds": {"map": 0.5, "merge": 0.1, "contract": 0.2}, "wall_seconds": wall,
+            "bytes_moved": moved, "tasks": 7}
+
+
+def fetch(url):
+    with urllib.request.urlopen(url, timeout=30) as r:
+        return r.status, r.read().decode()
+
+
+# --------------------------------------------------------------------------
+# columns (no Bokeh, no cluster)
+# --------------------------------------------------------------------------
+
+def test_round_columns_stack_and_overhead():
+    cols = figures.round_columns([round_rec(1, 50, 300, wall=2.0), round_rec(0, 100, 900)])
+    assert cols["round"] == [0, 1]
+    assert cols["map"] == [0.5, 0.5] and cols["filter-edges"] == [0.0, 0.0]
+    assert cols["overhead"] == pytest.approx([0.2, 1.2])
+    assert cols["bytes_moved"] == [100, 100]
+    assert set(figures.STACK) <= set(cols)
+
+
+def test_remaining_columns_live_round_and_no_zero():
+    rounds = [round_rec(0, 100, 900), round_rec(1, 50, 300)]
+    cols = figures.remaining_columns(rounds)
+    assert cols == {"round": [0, 1, 2], "components": [100, 50, 25], "edges": [900, 300, 100]}
+    # the phase event of a round under way adds it before its record arrives
+    live = figures.remaining_columns(rounds[:1], {"round": 1, "phase": "map", "components": 49,
+                                                  "edges": 301})
+    assert live["round"] == [0, 1] and live["components"] == [100, 50]  # the record wins
+    last = round_rec(2, 1, 3)
+    last.update(components_after=0, edges_after=0)
+    assert figures.remaining_columns([last])["round"] == [2]  # zero: not on a log scale
+
+
+def test_worker_columns_chunks_and_share():
+    cols = figures.worker_columns(["tcp://a:1", "tcp://b:2"], {0: "tcp://a:1", 1: "tcp://b:2", 2: "tcp://a:1",
+                                                               3: "tcp://a:1", 5: "tcp://a:1"},
+                                  {"tcp://a:1": {"map": 3.0, "load": 1.0}, "tcp://b:2": {"map": 1.0}},
+                                  {"tcp://b:2": "GPU"})
+    assert cols["label"] == ["a:1", "b:2"]
+    assert cols["chunks"] == [4, 1] and cols["chunk_ids"] == ["0, 2-3, 5", "1"]
+    assert cols["map_share"] == [75.0, 25.0]
+    assert cols["kind"] == ["CPU", "GPU"]
+    assert cols["load"] == [1.0, 0.0]
+
+
+def test_status_html():
+    assert "No mst-dist run" in figures.status_html(None)
+    html = figures.status_html({"run": "ab12", "state": "running", "graph": "g", "round": 3, "phase": "map",
+                                "components": 1234, "edges": 56789, "elapsed": 2.5, "n_vertices": 10,
+                                "n_edges": 20, "partitions": 4, "n_workers": 2})
+    assert "round 3, phase map" in html and "1,234 components" in html and "56,789 edges" in html
+
+
+# --------------------------------------------------------------------------
+# the plugin's state, fed by hand
+# --------------------------------------------------------------------------
+
+def test_plugin_records_events_and_transitions():
+    p = dashboard.MSTDashboard()
+    p.log_event("other-topic", {"event": "run-start", "run": "x"})
+    assert p.runs == {}
+    p.log_event("mst-dist", {"event": "run-start", "run": "aa11", "graph": "g", "n_vertices": 100,
+                             "n_edges": 900, "partitions": 2, "workers": ["tcp://w:1"], "time": time.time()})
+    p.log_event("mst-dist", {"event": "phase", "run": "aa11", "round": 0, "phase": "map",
+                             "components": 100, "edges": 900, "elapsed": 0.1})
+    ss = [{"action": "compute", "start": 10.0, "stop": 12.5}, {"action": "transfer", "start": 9, "stop": 10}]
+    p.transition("mst-map-r0-aa11-1", "processing", "memory", worker="tcp://w:1", startstops=ss,
+                 stimulus_id="s")
+    p.transition("mst-load-r0-aa11-0", "processing", "memory", worker="tcp://w:2",
+                 startstops=[{"action": "compute", "start": 0, "stop": 1}], stimulus_id="s")
+    p.transition("mst-map-r0-aa11-0", "waiting", "processing", stimulus_id="s")  # not finished
+    p.transition("mst-map-r0-ffff-0", "processing", "memory", worker="tcp://w:1", stimulus_id="s")  # other run
+    p.transition(("tuple", 0), "processing", "memory", worker="tcp://w:1", stimulus_id="s")
+    d = p.data()
+    assert d["status"]["state"] == "running" and d["status"]["phase"] == "map"
+    assert d["remaining"]["round"] == [0]
+    w = dict(zip(d["workers"]["worker"], zip(d["workers"]["chunk_ids"], d["workers"]["map"],
+                                             d["workers"]["load"])))
+    assert w["tcp://w:1"] == ("1", 2.5, 0.0) and w["tcp://w:2"] == ("0", 0.0, 1.0)
+    p.log_event("mst-dist", {"event": "round", "run": "aa11", **round_rec(0, 100, 900, moved=5)})
+    assert p.data()["rounds"]["bytes_moved"] == [5]
+    final = [round_rec(0, 100, 900, moved=77), round_rec(1, 50, 300)]
+    p.log_event("mst-dist", {"event": "run-end", "run": "aa11", "total_seconds": 1.5, "n_rounds": 2,
+                             "forest_edges": 99, "n_components": 1, "bytes_moved": 177, "rounds": final})
+    d = p.data()
+    assert d["status"]["state"] == "finished" and d["status"]["forest_edges"] == 99
+    assert d["rounds"]["round"] == [0, 1] and d["rounds"]["bytes_moved"] == [77, 100]
+    # a new run becomes the current one; the last runs are kept, up to max_runs
+    for i in range(10):
+        p.log_event("mst-dist", {"event": "run-start", "run": f"{i:04x}", "workers": []})
+    assert p.current == "0009" and len(p.runs) == p.max_runs
+
+
+def test_plugin_pickles_without_state():
+    import pickle
+
+    p = dashboard.MSTDashboard(max_runs=3)
+    p.log_event("mst-dist", {"event": "run-start", "run": "aa11"})
+    q = pickle.loads(pickle.dumps(p))
+    assert q.runs == {} and q.max_runs == 3
+
+
+# --------------------------------------------------------------------------
+# registration
+# --------------------------------------------------------------------------
+
+def test_embedded_registers_page_and_menu():
+    g = mst_dist.generate("grid", rows=20, cols=20, seed=1)
+    with embedded(n_workers=1, threads_per_worker=2, dashboard_address="127.0.0.1:0") as c:
+        sched = c.cluster.scheduler
+        plugin = sched.plugins[dashboard.NAME]
+        assert plugin.page
+        res = mst_dist.minimum_spanning_forest(g, c)
+        base = f"http://127.0.0.1:{sched.http_server.port}"
+        status, html = fetch(base + "/mst")
+        assert status == 200 and 'href="mst"' in html
+        # the request made a Bokeh session whose document holds the run's rounds
+        app = next(a for a in sched.http_application.applications
+                   if dashboard.PAGE in getattr(a, "_applications", {}))
+        doc = app.get_sessions(dashboard.PAGE)[-1].document
+        assert doc.title == "Dask: MST"
+        assert list(doc.get_model_by_name("mst-rounds").data["round"]) == [r.round for r in res.stats.rounds]
+        _, menu = fetch(base + "/status")
+        assert 'href="mst"' in menu  # listed in the dashboard's menu
+        d = plugin.data()
+        assert d["rounds"]["round"] == [r.round for r in res.stats.rounds]
+        assert d["status"]["state"] == "finished"
+        # registering again (another client, a preload) is a no-op
+        assert dashboard.register(c)
+        assert sched.plugins[dashboard.NAME] is plugin
+        assert dashboard.dashboard_link(c).endswith("/mst")
+
+
+def test_no_dashboard_no_page():
+    with embedded(n_workers=1, threads_per_worker=1, dashboard_address=None) as c:
+        assert dashboard.NAME not in c.cluster.scheduler.plugins
+        assert dashboard.add_page(c.cluster.scheduler) is False
+
+
+@pytest.mark.processes
+def test_preload_on_hand_started_scheduler(tmp_path):
+    """``dask scheduler --preload mst_dist.diagnostics.dashboard``: page, menu and the rounds of a run."""
+    from distributed import Client
+
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    sf = tmp_path / "scheduler.json"
+    dask_cli = [sys.executable, "-m", "distributed.cli.dask_scheduler"]
+    sched = subprocess.Popen([*dask_cli, "--host", "127.0.0.1", "--port", "0", "--dashboard-address",
+                              "127.0.0.1:0", "--scheduler-file", str(sf), "--preload", "mst_dist.diagnostics.dashboard"],
+                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    worker = None
+    try:
+        deadline = time.monotonic() + 60
+        while not sf.exists() or not sf.read_text().strip():
+            assert sched.poll() is None and time.monotonic() < deadline, "scheduler did not start"
+            time.sleep(0.1)
+        address = json.loads(sf.read_text())["address"]
+        worker = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address,
+                                   "--nthreads", "1", "--no-nanny", "--host", "127.0.0.1",
+                                   "--dashboard-address", "127.0.0.1:0"],
+                                  env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        with Client(address) as c:
+            c.wait_for_workers(1, timeout=60)
+            assert c.run_on_scheduler(lambda dask_scheduler: dashboard.NAME in dask_scheduler.plugins)
+            port = c.scheduler_info()["services"]["dashboard"]
+            g = mst_dist.generate("erdos_renyi", n=2000, m=8000, seed=3)
+            res = mst_dist.minimum_spanning_forest(g, c, local_finish=0, partitions=2)
+            rounds = c.run_on_scheduler(
+                lambda dask_scheduler: dask_scheduler.plugins["mst-dist"].data()["rounds"]["round"])
+            assert rounds == [r.round for r in res.stats.rounds]
+        status, html = fetch(f"http://127.0.0.1:{port}/mst")
+        assert status == 200 and 'href="mst"' in html
+        assert 'href="mst"' in fetch(f"http://127.0.0.1:{port}/workers")[1]
+    finally:
+        for p in (worker, sched):
+            if p is not None:
+                p.terminate()
+                try:
+                    p.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+
+
+# --------------------------------------------------------------------------
+# the page in a real browser
+# --------------------------------------------------------------------------
+
+READY = ("window.Bokeh !== undefined && Bokeh.documents.length > 0 && Object.keys(Bokeh.index).length > 0 "
+         "&& Bokeh.documents[0].get_model_by_name('mst-rounds') !== null "
+         "&& Bokeh.documents[0].get_model_by_name('mst-rounds').data.round.length >= {n}")
+PROBE = ("JSON.stringify({rounds: Array.from(Bokeh.documents[0].get_model_by_name('mst-rounds').data.round), "
+         "status: Bokeh.documents[0].get_model_by_name('mst-status').text})")
+
+
+def need_chromium():
+    if chromium_path() is None:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is missing in CI: .ci/run must apt-get install chromium")
+        pytest.skip("chromium is not installed (apt-get install chromium); .ci/run installs it")
+
+
+def count_color(png, hex_color, tol=8):
+    from PIL import Image
+
+    rgb = np.asarray(Image.open(png).convert("RGB"), dtype=np.int16)
+    want = np.array([int(hex_color[i:i + 2], 16) for i in (1, 3, 5)], dtype=np.int16)
+    return int((np.abs(rgb - want).max(axis=2) <= tol).sum())
+
+
+def test_page_in_chromium_during_a_run(tmp_path):
+    """Chromium loads /mst while a run is between rounds; the page shows the plots with data,
+    then follows the run to its end; the plugin's sources hold exactly the run's rounds."""
+    need_chromium()
+    g = mst_dist.generate("rmat", scale=14, edge_factor=8, seed=11)
+    gate, at_gate, out = threading.Event(), threading.Event(), {}
+
+    def progress(ev):  # hold the run at the start of round 3 until the page is captured
+        if ev["round"] == 3 and ev["phase"] == "map" and not at_gate.is_set():
+            at_gate.set()
+            gate.wait(120)
+
+    with embedded(n_workers=2, threads_per_worker=1, dashboard_address="127.0.0.1:0") as c:
+        sched = c.cluster.scheduler
+        url = f"http://127.0.0.1:{sched.http_server.port}/mst"
+
+        def run():
+            try:
+                out["res"] = mst_dist.minimum_spanning_forest(g, c, partitions=4, local_finish=0,
+                                                              progress=progress)
+            except BaseException as e:  # pragma: no cover - reported below
+                out["err"] = e
+            finally:
+                at_gate.set()
+
+        t = threading.Thread(target=run, daemon=True)
+        t.start()
+        png = str(tmp_path / "mst-dashboard.png")
+        try:
+            assert at_gate.wait(120)
+            assert "err" not in out, out.get("err")
+            with Chromium() as browser:
+                mid = json.loads(browser.page(url, READY.format(n=2), PROBE, png=png))
+                gate.set()
+                t.join(120)
+                assert "res" in out, out.get("err")
+                res = out["res"]
+                n = len(res.stats.rounds)
+                done = READY.format(n=n) + (" && Bokeh.documents[0].get_model_by_name('mst-status')"
+                                            ".text.includes('finished')")
+                end = json.loads(browser.page(None, done, PROBE, settle=0.2))
+        finally:
+            gate.set()
+            t.join(120)
+        # mid-run: the rounds done so far drawn (0-2; the driver may publish round 2 late), the
+        # header says round 3 is under way
+        assert mid["rounds"] == list(range(len(mid["rounds"]))) and len(mid["rounds"]) >= 2
+        assert "running" in mid["status"] and "round 3, phase map" in mid["status"]
+        # the open page followed the run to its end (live updates)
+        assert end["rounds"] == [r.round for r in res.stats.rounds]
+        assert "finished" in end["status"] and f"{res.n_forest_edges:,} forest edges" in end["status"]
+        # the plugin's data sources hold the rounds of that run (one source of truth)
+        d = sched.plugins[dashboard.NAME].data()
+        rs = res.stats.rounds
+        assert d["rounds"]["round"] == [r.round for r in rs]
+        assert d["rounds"]["components_before"] == [r.components_before for r in rs]
+        assert d["rounds"]["edges_after"] == [r.edges_after for r in rs]
+        assert d["rounds"]["bytes_moved"] == [r.bytes_moved for r in rs]
+        assert d["rounds"]["map"] == pytest.approx([r.phase_seconds.get("map", 0.0) for r in rs])
+        assert sum(d["workers"]["chunks"]) == res.stats.partitions
+        assert len(d["workers"]["worker"]) == 2 and sum(d["workers"]["map"]) > 0
+    # the screenshot shows the plots with data: bars and lines in their colours
+    assert count_color(png, figures.COLORS["map"]) > 200       # time per phase, map part
+    assert count_color(png, "#6a3d9a") > 2000                   # bytes moved bars
+    assert count_color(png, "#d62728") > 50                     # components line
+    assert count_color(png, figures.WORK_COLORS["load"]) > 500  # worker bars
+    keep = os.environ.get("MST_DIST_SCREENSHOTS")
+    if keep:
+        os.makedirs(keep, exist_ok=True)
+        shutil.copy(png, os.path.join(keep, "mst-dashboard.png"))

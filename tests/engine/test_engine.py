@@ -1,0 +1,134 @@
+"""The engine against the reference Kruskal: exact edge ids on every case and cluster shape."""
+import numpy as np
+import pytest
+
+import mst_dist
+from support.cases import EngineCases
+from support.naive import kruskal
+
+
+class TestLocalSolve(EngineCases):
+    """Default: the one-worker cluster finishes in a single task."""
+
+    def run(self, g, request):
+        return mst_dist.minimum_spanning_forest(g, request.getfixturevalue("client"))
+
+
+class TestDistributedRounds(EngineCases):
+    """Every round as Dask tasks (map, merge tree, contract), 7 chunks, fan-in 2."""
+
+    def run(self, g, request):
+        return mst_dist.minimum_spanning_forest(g, request.getfixturevalue("client"),
+                                                partitions=7, local_finish=0, split_every=2)
+
+
+class TestTwoWorkers(EngineCases):
+    """Two workers: chunks spread, distributed rounds, then a local finish part-way."""
+
+    def run(self, g, request):
+        return mst_dist.minimum_spanning_forest(g, request.getfixturevalue("client2"),
+                                                partitions=3, local_finish=max(1, g.n_edges // 3))
+
+
+@pytest.mark.parametrize("partitions", [1, 2, 3, 7, 16])
+@pytest.mark.parametrize("local_finish", [0, "auto"])
+def test_partition_counts_same_ids(client, partitions, local_finish):
+    g = mst_dist.generate("rmat", seed=3, scale=11, edge_factor=8)
+    s, d, w = g.to_arrays()
+    exp, _ = kruskal(g.n_vertices, s, d, w)
+    res = mst_dist.minimum_spanning_forest(g, client, partitions=partitions, local_finish=local_finish)
+    np.testing.assert_array_equal(res.edge_ids, exp)
+    assert res.stats.partitions >= partitions
+
+
+def test_worker_counts_same_ids(client, client2):
+    g = mst_dist.generate("erdos_renyi", seed=4, n=3000, m=20000)
+    a = mst_dist.minimum_spanning_forest(g, client, partitions=4, local_finish=0)
+    b = mst_dist.minimum_spanning_forest(g, client2, partitions=4, local_finish=0)
+    c = mst_dist.minimum_spanning_forest(g, client2)
+    np.testing.assert_array_equal(a.edge_ids, b.edge_ids)
+    np.testing.assert_array_equal(a.edge_ids, c.edge_ids)
+
+
+def test_embedded_default_cluster():
+    """No client: an embedded cluster is started, used, and shut down again."""
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent("""
+        import logging, threading
+        import distributed, mst_dist
+        logging.basicConfig(level=logging.INFO)
+        g = mst_dist.Graph.from_arrays([0, 1, 2], [1, 2, 0], [3, 1, 2])
+        res = mst_dist.minimum_spanning_forest(g)
+        assert res.edge_ids.tolist() == [1, 2], res.edge_ids
+        try:
+            distributed.get_client()
+        except ValueError:
+            print("no client left")
+        print("threads", sorted(t.name for t in threading.enumerate() if 'Dask' in t.name or 'worker' in t.name.lower()))
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "no client left" in out.stdout
+    assert "dashboard at http://127.0.0.1:" in out.stderr  # the link is logged
+
+
+def test_client_left_as_it_was(client):
+    before = set(client.scheduler_info()["workers"])
+    g = mst_dist.generate("grid", seed=1, rows=20, cols=20)
+    mst_dist.minimum_spanning_forest(g, client, local_finish=0)
+    assert set(client.scheduler_info()["workers"]) == before
+    assert client.status == "running"
+    assert not [k for k in client.futures if str(k).startswith("mst-")]
+
+
+def test_stats_per_round_and_phase(client):
+    g = mst_dist.generate("circulant", seed=2, n=5000, d=3)
+    res = mst_dist.minimum_spanning_forest(g, client, partitions=4, local_finish=0)
+    rounds = res.stats.rounds
+    assert len(rounds) >= 2 and all(r.mode.startswith("distributed") for r in rounds)
+    assert rounds[0].components_before == 5000 and rounds[-1].components_after == 0
+    assert sum(r.forest_edges for r in rounds) == res.n_forest_edges == 4999
+    for a, b in zip(rounds, rounds[1:]):
+        assert b.components_before == a.components_after
+        if a.mode == b.mode:  # a light pass's rounds see the light edges only
+            assert b.edges_before == a.edges_after
+    for r in rounds:
+        assert set(r.phase_seconds) >= {"map", "merge", "contract"}
+        assert r.wall_seconds >= sum(r.phase_seconds.values()) > 0
+        assert r.bytes_moved == 0  # one worker: nothing crosses a worker boundary
+    d = res.stats.to_dict()
+    assert d["rounds"][0]["round"] == 0 and d["phase_totals"]["map"] > 0
+    # one task finishing it: the local rounds are reported too
+    res2 = mst_dist.minimum_spanning_forest(g, client)
+    assert res2.stats.rounds and all(r.mode.startswith("local") for r in res2.stats.rounds)
+    np.testing.assert_array_equal(res.edge_ids, res2.edge_ids)
+
+
+def test_progress_events(client):
+    events = []
+    g = mst_dist.generate("hypercube", seed=1, d=9)
+    mst_dist.minimum_spanning_forest(g, client, local_finish=0, progress=events.append)
+    phases = {e["phase"] for e in events}
+    assert {"load", "map", "finish"} <= phases
+    assert all({"round", "phase", "components", "edges", "elapsed"} <= set(e) for e in events)
+
+
+def test_generated_graph_loads_on_workers(client):
+    """A generator-backed graph is loaded by tasks (mst-load-...), not by the client."""
+    g = mst_dist.generate("caveman", seed=9, g=30, k=7)
+    assert not g.in_memory
+    s, d, w = g.to_arrays()
+    exp, comps = kruskal(g.n_vertices, s, d, w)
+    res = mst_dist.minimum_spanning_forest(g, client, partitions=5, local_finish=0)
+    np.testing.assert_array_equal(res.edge_ids, exp)
+    np.testing.assert_array_equal(res.weight, w[exp])
+    assert res.n_components == comps
+
+
+def test_unknown_backend():
+    g = mst_dist.Graph.from_arrays([0], [1], [1])
+    with pytest.raises(ValueError, match="unknown backend 'fast'; choose one of"):
+        mst_dist.minimum_spanning_forest(g, backend="fast")
