@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import logging
 
-import numpy as np
-
 from mst_dist.graph import Graph
 from mst_dist.result import MSFResult
 

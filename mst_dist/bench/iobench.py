@@ -103,7 +103,7 @@ def _load_all(g, rows=1 << 24):
 
 
 def _cluster_load(g, client, parts):
-    from mst_dist.engine.driver import _load
+    from mst_dist.engine.tasks import load as _load
 
     futs = [client.submit(_load, g.sources[si], a, b, off, g.n_vertices, False, pure=False)
             for si, a, b, off in g.chunk_ranges(parts)]

@@ -20,7 +20,6 @@ and a one-line error.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import sys

@@ -22,334 +22,19 @@ import itertools
 import logging
 import math
 import operator
-import threading
 import time
 import uuid
 
 import numpy as np
-from dask.sizeof import sizeof
 from distributed import wait
 
-from mst_dist.graph import ArraySource, Graph, check_edges
+from mst_dist.graph import ArraySource, Graph
 from mst_dist.kernels import cpu, gpu
-from mst_dist.kernels.gpu import DeviceChunk, GPUUnavailableError
+from mst_dist.kernels.gpu import GPUUnavailableError
+from mst_dist.engine import tasks
 from mst_dist.result import MSFResult, RoundStats, RunStats, exact_total
 
 logger = logging.getLogger("mst_dist")
-
-
-@sizeof.register(DeviceChunk)
-def _sizeof_device_chunk(chunk):
-    # host memory only: a worker's memory manager must not spill device chunks
-    # to disk for host bytes they do not use (device memory is dask-cuda's business)
-    return chunk.nbytes if chunk.xp is np else 512
-
-BYTES_PER_EDGE = 24  # working chunk: u, v (int32), key (uint64), eid (int64)
-EVENT_TOPIC = "mst-dist"  # scheduler event topic the driver publishes run/round records on
-
-
-# ---------------------------------------------------------------------------
-# task functions (run on workers)
-# ---------------------------------------------------------------------------
-
-def _load(source, start, stop, offset, n_vertices, validate):
-    src, dst, w = source.load(start, stop)
-    if validate:
-        check_edges(src, dst, w, n_vertices, offset=offset,
-                    where=f" of {getattr(source, 'name', 'source')}")
-    return src, dst, w
-
-
-# -- which kernels a task runs: decided on the worker that runs it ----------
-
-def worker_resources(worker=None):
-    """The resources a worker advertises (this task's worker by default; ``{}`` outside one)."""
-    if worker is None:
-        try:
-            from distributed import get_worker
-
-            worker = get_worker()
-        except (ImportError, ValueError):  # not inside a task
-            return {}
-    state = getattr(worker, "state", None)
-    res = getattr(state, "total_resources", None)
-    if res is None:
-        res = getattr(worker, "total_resources", None) or {}
-    return res
-
-
-def _gpu_xp(backend):
-    """The GPU kernels' array module if this task should run them, else ``None``.
-
-    GPU kernels run on a worker that advertises a ``GPU`` resource and can
-    run them (CuPy and a device, or the NumPy stand-in), unless the run's
-    backend is ``"cpu"``.  The choice is the worker's, not the driver's, so a
-    task that Dask moves to another kind of worker (a lost worker, work
-    stealing) still runs the right kernels: the result is the same either way.
-    """
-    if backend == "cpu" or not worker_resources().get("GPU", 0):
-        return None
-    if not gpu.gpu_ready()[0]:
-        return None
-    return gpu.array_module()
-
-
-def _probe():
-    """Run on a GPU worker: can it run the GPU kernels? ``(ok, reason, device bytes or None)``."""
-    ok, reason = gpu.gpu_ready()
-    mem = None
-    if ok:
-        try:
-            mem = gpu.device_memory(gpu.array_module())
-        except Exception:  # informative only
-            mem = None
-    return ok, reason, mem
-
-
-def _as_cpu(chunk):
-    return chunk.to_cpu() if isinstance(chunk, DeviceChunk) else chunk
-
-
-def _prepare(raw, offset, n_vertices, backend="cpu"):
-    xp = _gpu_xp(backend)
-    if xp is not None:
-        return gpu.prepare_chunk(raw[0], raw[1], raw[2], offset, n_vertices, xp)
-    return cpu.prepare_chunk(gpu.to_host(raw[0]), gpu.to_host(raw[1]), gpu.to_host(raw[2]), offset, n_vertices)
-
-
-def _nbytes(arrs):
-    return int(sum(a.nbytes for a in arrs))
-
-
-_DEVICE_MAPS = {}
-_DEVICE_MAPS_LOCK = threading.Lock()
-
-
-def _device_map(M, xp):
-    """A round map on the device: ``(array, bytes copied)``; copied once per worker, not per chunk."""
-    with _DEVICE_MAPS_LOCK:
-        hit = _DEVICE_MAPS.get(id(M))
-        if hit is not None and hit[0] is M:
-            return hit[1], 0
-    dev, nb = gpu.to_device(M, xp)
-    with _DEVICE_MAPS_LOCK:
-        if len(_DEVICE_MAPS) >= 2:  # a round's maps need the last map; the round submitted ahead, its own
-            _DEVICE_MAPS.pop(next(iter(_DEVICE_MAPS)))
-        _DEVICE_MAPS[id(M)] = (M, dev)
-    return dev, nb
-
-
-def _forget_device_maps():
-    """Run on GPU workers when a run ends: free the round maps kept on the device."""
-    with _DEVICE_MAPS_LOCK:
-        n = len(_DEVICE_MAPS)
-        _DEVICE_MAPS.clear()
-    return n
-
-
-def _map(chunk, rmap, n_comp, backend="cpu", packing="rank"):
-    if n_comp is None:
-        n_comp = rmap[1]
-    xp = _gpu_xp(backend)
-    t0 = time.perf_counter()
-    h2d = d2h = 0
-    if xp is not None:
-        ch = gpu.ensure_device(chunk, packing, xp)
-        m_in = len(ch)
-        h2d = ch.h2d
-        if rmap is None:
-            cand, d2h = gpu.map_chunk(ch, n_comp)
-            new = ch.replace(ch.u, ch.v, ch.pk) if h2d else ch  # its upload reported once
-        else:
-            M, nb = _device_map(rmap[0], xp)
-            h2d += nb
-            new, cand, d2h = gpu.filter_map_chunk(ch, M, n_comp)
-        m_out = len(new)
-    else:
-        chunk = _as_cpu(chunk)
-        m_in = chunk[0].shape[0]
-        if rmap is None:
-            cand = cpu.map_chunk(*chunk, n_comp)
-            new = chunk
-        else:
-            new, cand = cpu.filter_map_chunk(*chunk, rmap[0], n_comp)
-        m_out = new[0].shape[0]
-    dt = time.perf_counter() - t0
-    stats = {"edges_in": m_in, "edges": m_out, "map": dt, "cand_bytes": _nbytes(cand), "merge": 0.0,
-             "h2d": h2d, "d2h": d2h, "gpu_edges_in": m_in if xp is not None else 0}
-    return new, (cand, stats)
-
-
-_SUMMED = ("edges_in", "edges", "h2d", "d2h", "gpu_edges_in")
-
-
-def _merge(*parts):
-    t0 = time.perf_counter()
-    cand = cpu.merge_candidates([p[0] for p in parts])
-    dt = time.perf_counter() - t0
-    st = {k: sum(p[1].get(k, 0) for p in parts) for k in _SUMMED}
-    st.update(map=max(p[1]["map"] for p in parts),
-              cand_bytes=sum(p[1]["cand_bytes"] for p in parts) + _nbytes(cand),
-              merge=max(p[1]["merge"] for p in parts) + dt)
-    return cand, st
-
-
-def _contract(merged, n_comp, prev, finish=True):
-    if n_comp is None:
-        n_comp = prev["n_next"]
-    cand, st = merged
-    fin_off = 0 if prev is None else prev["finished_total"]
-    t0 = time.perf_counter()
-    M, chosen, n_next, n_fin = cpu.contract(*cand, n_comp, fin_off, finish)
-    dt = time.perf_counter() - t0
-    stats = dict(st)
-    stats.update(contract=dt, n_comp=n_comp, n_next=n_next, n_finished=n_fin,
-                 finished_total=fin_off + n_fin, forest_edges=int(chosen.shape[0]),
-                 map_bytes=int(M.nbytes))
-    return (M, n_next), chosen, stats
-
-
-def _local(chunks, rmap, n_comp, prev, n_vertices, light_factor, min_degree, raw_offsets=None,
-           backend="cpu", packing="rank"):
-    """Gather the edges left and finish on this worker with the parallel solver."""
-    xp = _gpu_xp(backend)
-    if xp is not None:
-        return _local_gpu(chunks, rmap, n_comp, prev, n_vertices, raw_offsets, packing, xp,
-                          light_factor, min_degree)
-    t0 = time.perf_counter()
-    if raw_offsets is not None:
-        raws = [tuple(gpu.to_host(a) for a in r) for r in chunks]
-        u, v, k, e = cpu.prepare_many(raws, raw_offsets, n_vertices)
-    else:
-        u, v, k, e = cpu.concat_chunks([_as_cpu(c) for c in chunks], n_vertices)
-    t1 = time.perf_counter()
-    m_in = int(u.shape[0])
-    fin_off = 0 if prev is None else prev["finished_total"]
-    t2 = time.perf_counter()
-    trace = []
-    # the last distributed round's filter-edges runs inside the solve, in place
-    M, chosen, n_fin = cpu.solve_local(u, v, k, e, n_comp, fin_off, light_factor=light_factor,
-                                       min_degree=min_degree, trace=trace,
-                                       relabel=None if rmap is None else rmap[0])
-    stats = {"prepare": t1 - t0, "filter-edges": 0.0, "edges_in": m_in, "trace": trace,
-             "finished_total": fin_off + n_fin, "forest_edges": int(chosen.shape[0]),
-             "solve": time.perf_counter() - t2, "h2d": 0, "d2h": 0, "kind": "cpu"}
-    return (M, 0), chosen, stats
-
-
-def _local_gpu(chunks, rmap, n_comp, prev, n_vertices, raw_offsets, packing, xp, light_factor, min_degree):
-    """The single-task solve on this worker's device (the chunks already there stay there)."""
-    t0 = time.perf_counter()
-    if raw_offsets is not None:
-        dev = [gpu.prepare_chunk(r[0], r[1], r[2], off, n_vertices, xp)
-               for r, off in zip(chunks, raw_offsets)]
-    else:
-        dev = [gpu.ensure_device(c, packing, xp) for c in chunks]
-    ch = gpu.concat(dev, xp)
-    h2d = sum(c.h2d for c in dev)
-    relabel = None
-    if rmap is not None:
-        relabel, nb = _device_map(rmap[0], xp)
-        h2d += nb
-    gpu.synchronize(xp)
-    t1 = time.perf_counter()
-    fin_off = 0 if prev is None else prev["finished_total"]
-    trace = []
-    M, chosen, n_fin = gpu.solve_local(ch, n_comp, fin_off, relabel=relabel, trace=trace,
-                                       light_factor=light_factor, min_degree=min_degree)
-    stats = {"prepare": t1 - t0, "filter-edges": 0.0, "edges_in": len(ch), "trace": trace,
-             "finished_total": fin_off + n_fin, "forest_edges": int(chosen.shape[0]),
-             "solve": time.perf_counter() - t1, "h2d": h2d, "d2h": int(M.nbytes + chosen.nbytes),
-             "kind": "gpu"}
-    return (M, 0), chosen, stats
-
-
-def _sample(chunk, rate, seed):
-    """A uniform sample of a chunk's (key, eid) pairs (role: filter, for the light/heavy threshold)."""
-    m = _len(chunk)
-    k = min(m, int(np.ceil(m * rate)))
-    if k == 0:
-        return np.zeros(0, np.uint64), np.zeros(0, np.int64)
-    pos = np.random.default_rng(seed).choice(m, k, replace=False)
-    if isinstance(chunk, DeviceChunk):
-        return gpu.sample(chunk, pos)
-    return chunk[2][pos], chunk[3][pos]
-
-
-def _split(chunk, rmap, tk, te):
-    """Pending relabel, then the chunk's light edges (<= threshold) apart from its heavy ones."""
-    if isinstance(chunk, DeviceChunk):
-        M = None if rmap is None else _device_map(rmap[0], chunk.xp)[0]
-        return gpu.split_light(chunk, M, tk, te)
-    return cpu.split_light(*chunk, None if rmap is None else rmap[0], tk, te)
-
-
-def _compose_forward(*maps):
-    """One map for a whole light pass: input comp -> comp after the pass."""
-    P = maps[0][0].copy()
-    for M in maps[1:]:
-        cpu._p_compose_forward(P, M[0])
-    return P, maps[-1][1]
-
-
-def _len(chunk):
-    return len(chunk) if isinstance(chunk, DeviceChunk) else int(chunk[0].shape[0])
-
-
-def _labels(n_vertices, *maps):
-    return cpu.compose_labels([m[0] for m in maps], n_vertices)
-
-
-def _forest(*chosen):
-    return cpu.sorted_ids(list(chosen))
-
-
-def _rows(raw, offset, edge_ids):
-    lo = np.searchsorted(edge_ids, offset)
-    hi = np.searchsorted(edge_ids, offset + raw[0].shape[0])
-    loc = edge_ids[lo:hi] - offset
-    return tuple(gpu.take_to_host(a, loc) for a in raw[:3])
-
-
-_THROUGHPUT = {}  # (worker address, kind) -> measured edges/second, kept for later runs
-
-
-def _calibrate(backend, m, want_gpu, seed=0):
-    """Edges/second of this worker's kernels on a random graph of ``m`` edges.
-
-    One round's work per chunk (prepare, map, filter-edges fused into the
-    next map), best of three runs (the first pays for any JIT compilation).
-    """
-    rng = np.random.default_rng(seed)
-    n = max(2, m // 8)
-    src = rng.integers(0, n, m)
-    dst = rng.integers(0, n, m)
-    w = rng.integers(0, 1 << 20, m).astype(np.int32)
-    M = (np.arange(n) // 2).astype(np.int64)
-    best = float("inf")
-    xp = _gpu_xp(backend) if want_gpu else None
-    bk = backend if xp is not None else "cpu"
-    for _ in range(3):
-        t0 = time.perf_counter()
-        ch = _prepare((src, dst, w), 0, n, bk)
-        new, _ = _map(ch, None, n, bk, "i32")
-        _map(new, (M, n // 2), n // 2, bk, "i32")
-        if xp is not None:
-            gpu.synchronize(xp)
-        best = min(best, time.perf_counter() - t0)
-    return m / max(best, 1e-9)
-
-
-def _transfer_log(dask_worker, since):
-    out = []
-    for ev in list(getattr(dask_worker, "transfer_incoming_log", [])):
-        if ev.get("start", 0) < since:
-            continue
-        for k, nb in ev.get("keys", {}).items():
-            k = k if isinstance(k, str) else str(k)
-            if k.startswith("mst-"):
-                out.append((k, int(nb)))
-    return out
 
 
 # ---------------------------------------------------------------------------
@@ -411,7 +96,7 @@ class Driver:
                 # enough chunks that the slowest worker gets at least one
                 want = math.ceil(sum(self.throughput.values()) / lo) + self.n_workers
                 self.partitions = max(self.partitions, min(want, 64 * self.n_workers, max(1, m)))
-        fits = self.min_memory // (4 * BYTES_PER_EDGE)
+        fits = self.min_memory // (4 * tasks.BYTES_PER_EDGE)
         if "gpu" in self.kinds.values():
             # the single task may run on a GPU: its edges must fit the device and one chunk
             fits = min(fits, gpu.MAX_CHUNK)
@@ -452,7 +137,7 @@ class Driver:
             logger.info("no GPU workers in the cluster: the CPU (Numba) kernels run on all %d worker(s)",
                         len(workers))
             return kinds
-        probe = self.client.run(_probe, workers=gpu_w)
+        probe = self.client.run(tasks.probe, workers=gpu_w)
         bad = {w: r for w, (ok, r, _) in probe.items() if not ok}
         if bad and backend == "gpu":
             detail = "; ".join(f"{w}: {r}" for w, r in sorted(bad.items()))
@@ -489,15 +174,15 @@ class Driver:
         from mst_dist import config
 
         m = int(config.get("placement.calibration-edges", None, 1 << 20))
-        todo = [w for w in self.workers if (w, self.kinds[w]) not in _THROUGHPUT]
+        todo = [w for w in self.workers if (w, self.kinds[w]) not in tasks.THROUGHPUT]
         if todo:
-            futs = {w: self.client.submit(_calibrate, self.backend, m, self.kinds[w] == "gpu",
+            futs = {w: self.client.submit(tasks.calibrate, self.backend, m, self.kinds[w] == "gpu",
                                           workers=[w], allow_other_workers=False, pure=False,
                                           key=f"mst-calibrate-{self.token}-{i}")
                     for i, w in enumerate(todo)}
             for w, f in futs.items():
-                _THROUGHPUT[(w, self.kinds[w])] = f.result()
-        out = {w: _THROUGHPUT[(w, self.kinds[w])] for w in self.workers}
+                tasks.THROUGHPUT[(w, self.kinds[w])] = f.result()
+        out = {w: tasks.THROUGHPUT[(w, self.kinds[w])] for w in self.workers}
         logger.info("measured throughput (edges/s): %s",
                     ", ".join(f"{w} ({self.kinds[w]}) {t:,.0f}" for w, t in out.items()))
         return out
@@ -524,7 +209,7 @@ class Driver:
         if not self.publish:
             return
         try:
-            self.client.log_event(EVENT_TOPIC, {"event": event, "run": self.token, **payload})
+            self.client.log_event(tasks.EVENT_TOPIC, {"event": event, "run": self.token, **payload})
         except Exception:  # an old scheduler or a closing client must not break a run
             logger.debug("could not publish %s", event, exc_info=True)
 
@@ -563,7 +248,7 @@ class Driver:
                 d[1].append(i)
                 raws.append(None)
             else:
-                raws.append(c.submit(_load, s, a, b, off, n, not g.validated,
+                raws.append(c.submit(tasks.load, s, a, b, off, n, not g.validated,
                                      key=self._key("load", 0, i), pure=False, **self._pin(self.place[i])))
         for w, (data, idx) in scatter.items():
             futs = c.scatter(data, hash=False, **({} if w is None else {"workers": [w]}))
@@ -651,8 +336,8 @@ class Driver:
                     # light edges used up: the heavy ones, relabelled once, come next
                     pending = None
                     chunks = heavy
-                    rmap = c.submit(_compose_forward, *light_maps, key=self._key("compose", rnd))
-                    edges_left = sum(c.gather([c.submit(_len, h, key=self._key("count", rnd, i))
+                    rmap = c.submit(tasks.compose_forward, *light_maps, key=self._key("compose", rnd))
+                    edges_left = sum(c.gather([c.submit(tasks.count_edges, h, key=self._key("count", rnd, i))
                                                for i, h in enumerate(heavy)]))
                     logger.debug("light pass done: %d heavy edges", edges_left)
                     light, heavy, light_maps = False, None, []
@@ -668,8 +353,8 @@ class Driver:
         # 3. the forest, its rows and the labels
         t_fin = time.perf_counter()
         self._emit(round=rnd, phase="finish", components=0, edges=0, elapsed=t_fin - t_start)
-        ids_f = c.submit(_forest, *chosen_f, key=self._key("forest", rnd))
-        lab_f = c.submit(_labels, n, *maps, key=self._key("labels", rnd))
+        ids_f = c.submit(tasks.forest_ids, *chosen_f, key=self._key("forest", rnd))
+        lab_f = c.submit(tasks.labels, n, *maps, key=self._key("labels", rnd))
         edge_ids = ids_f.result()
         labels, n_components = lab_f.result()
         src, dst, w = self._rows(raws, offsets, ids_f, edge_ids)
@@ -678,7 +363,7 @@ class Driver:
         gpu_workers = [w for w, k in self.kinds.items() if k == "gpu"]
         if gpu_workers:
             try:
-                c.run(_forget_device_maps, workers=gpu_workers)
+                c.run(tasks.forget_device_maps, workers=gpu_workers)
             except Exception:  # a worker gone since: its memory went with it
                 logger.debug("could not free the round maps on the GPU workers", exc_info=True)
         self._exact_bytes(stats, wall_start)
@@ -691,7 +376,7 @@ class Driver:
                          n_vertices=n, n_edges=m_total, stats=stats)
 
     def _prepare(self, raws, offsets):
-        return [self.client.submit(_prepare, r, off, self.g.n_vertices, self.backend,
+        return [self.client.submit(tasks.prepare, r, off, self.g.n_vertices, self.backend,
                                    key=self._key("prepare", 0, i), **self._pin(self.place[i]))
                 for i, (r, off) in enumerate(zip(raws, offsets))]
 
@@ -707,7 +392,7 @@ class Driver:
         """Split every chunk at a sampled threshold: about ``light_factor * n`` light edges."""
         c = self.client
         rate = min(1.0, 8192 / max(1, edges_left))
-        samples = c.gather([c.submit(_sample, ch, rate, i, key=self._key("sample", 0, i))
+        samples = c.gather([c.submit(tasks.sample, ch, rate, i, key=self._key("sample", 0, i))
                             for i, ch in enumerate(chunks)])
         ks = np.concatenate([x[0] for x in samples])
         es = np.concatenate([x[1] for x in samples])
@@ -717,7 +402,7 @@ class Driver:
         order = np.lexsort((es, ks))
         tk, te = ks[order[q]], es[order[q]]
         logger.debug("light pass: threshold key %d eid %d", tk, te)
-        outs = [c.submit(_split, ch, None, tk, te, key=self._key("filter", 0, i), **self._pin(self.place[i]))
+        outs = [c.submit(tasks.split_light, ch, None, tk, te, key=self._key("filter", 0, i), **self._pin(self.place[i]))
                 for i, ch in enumerate(chunks)]
         light = [c.submit(operator.getitem, o, 0, key=self._key("light", 0, i)) for i, o in enumerate(outs)]
         heavy = [c.submit(operator.getitem, o, 1, key=self._key("heavy", 0, i)) for i, o in enumerate(outs)]
@@ -733,19 +418,19 @@ class Driver:
         c = self.client
         self._sub = next(self._subs)
         pins = self.place if len(self.place) == len(chunks) else [None] * len(chunks)
-        outs = [c.submit(_map, ch, rmap, n_comp, self.backend, self.packing, key=self._key("map", rnd, i),
+        outs = [c.submit(tasks.map_round, ch, rmap, n_comp, self.backend, self.packing, key=self._key("map", rnd, i),
                          **self._pin(pins[i]))
                 for i, ch in enumerate(chunks)]
         edges = [c.submit(operator.getitem, o, 0, key=self._key("edges", rnd, i)) for i, o in enumerate(outs)]
         level = [c.submit(operator.getitem, o, 1, key=self._key("cand", rnd, i)) for i, o in enumerate(outs)]
         depth = 0
         while len(level) > 1:
-            level = [c.submit(_merge, *level[j:j + self.split_every],
+            level = [c.submit(tasks.merge, *level[j:j + self.split_every],
                               key=self._key("merge", rnd, f"{depth}.{j // self.split_every}"))
                      for j in range(0, len(level), self.split_every)]
             depth += 1
-        merged = level[0] if depth else c.submit(_merge, level[0], key=self._key("merge", rnd, "0.0"))
-        out = c.submit(_contract, merged, n_comp, prev, not light, key=self._key("contract", rnd))
+        merged = level[0] if depth else c.submit(tasks.merge, level[0], key=self._key("merge", rnd, "0.0"))
+        out = c.submit(tasks.contract, merged, n_comp, prev, not light, key=self._key("contract", rnd))
         sub = {
             "edges": edges,
             "rmap": c.submit(operator.getitem, out, 0, key=self._key("rmap", rnd)),
@@ -771,7 +456,7 @@ class Driver:
             # the single task goes to the fastest worker (a GPU one on a mixed cluster)
             pin = {"workers": [max(self.throughput, key=lambda w: (self.throughput[w], w))],
                    "allow_other_workers": True}
-        out = c.submit(_local, *args, self.backend, self.packing, key=self._key("local", rnd), pure=False,
+        out = c.submit(tasks.solve_local, *args, self.backend, self.packing, key=self._key("local", rnd), pure=False,
                        **pin)
         maps.append(c.submit(operator.getitem, out, 0, key=self._key("rmap", rnd)))
         chosen_f.append(c.submit(operator.getitem, out, 1, key=self._key("chosen", rnd)))
@@ -815,7 +500,7 @@ class Driver:
             if src.dtype.kind in "iu" and dst.dtype.kind in "iu" and w.dtype.kind in "iuf" and w.dtype != np.float16:
                 return cpu.take_rows(src, dst, w, edge_ids)
             return src[edge_ids], dst[edge_ids], w[edge_ids]
-        parts = self.client.gather([self.client.submit(_rows, r, off, ids_f, key=self._key("rows", 0, i))
+        parts = self.client.gather([self.client.submit(tasks.rows, r, off, ids_f, key=self._key("rows", 0, i))
                                     for i, (r, off) in enumerate(zip(raws, offsets))])
         if not parts:
             z = np.zeros(0, np.int64)
@@ -829,7 +514,7 @@ class Driver:
                 r.bytes_moved = 0  # one worker: nothing crosses a worker boundary
             return
         try:
-            logs = self.client.run(_transfer_log, since=since)
+            logs = self.client.run(tasks.transfer_log, since=since)
         except Exception:  # pragma: no cover - an old distributed without the log
             return
         per_round = {}

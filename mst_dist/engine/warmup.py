@@ -41,32 +41,32 @@ def _tiny(weight_dtype, n=48, m=192, seed=0):
 
 
 def _pipeline(weight_dtype):
-    from mst_dist.engine import driver as d
+    from mst_dist.engine import tasks as d
 
     n, src, dst, w = _tiny(weight_dtype)
     half = src.shape[0] // 2
     raws = [(src[:half], dst[:half], w[:half]), (src[half:], dst[half:], w[half:])]
     offsets = [0, half]
     d.check_edges(src, dst, w, n)
-    chunks = [d._prepare(r, o, n) for r, o in zip(raws, offsets)]
+    chunks = [d.prepare(r, o, n) for r, o in zip(raws, offsets)]
     # round 0: map, merge, contract (filter-nodes fused in)
-    outs = [d._map(c, None, n) for c in chunks]
-    rmap, chosen0, st = d._contract(d._merge(*[o[1] for o in outs]), n, None)
+    outs = [d.map_round(c, None, n) for c in chunks]
+    rmap, chosen0, st = d.contract(d.merge(*[o[1] for o in outs]), n, None)
     # round 1: filter-edges fused into map, relabelled by round 0's map
     n1 = rmap[1]
     if n1:
-        outs1 = [d._map(o[0], rmap, n1) for o in outs]
-        d._contract(d._merge(*[o[1] for o in outs1]), n1, st, False)
+        outs1 = [d.map_round(o[0], rmap, n1) for o in outs]
+        d.contract(d.merge(*[o[1] for o in outs1]), n1, st, False)
     # the light-edge pass's split, and its map composition
     keys = chunks[0][2]
     if keys.shape[0]:
-        d._split(chunks[0], rmap, keys[keys.shape[0] // 2], chunks[0][3][keys.shape[0] // 2])
-    d._compose_forward(rmap, rmap)
+        d.split_light(chunks[0], rmap, keys[keys.shape[0] // 2], chunks[0][3][keys.shape[0] // 2])
+    d.compose_forward(rmap, rmap)
     # the single-task solve: from the raw chunks, and from relabelled chunks
-    d._local(raws, None, n, None, n, 1.5, 3.0, offsets)
-    rmap2, chosen1, _ = d._local([o[0] for o in outs], rmap, n1, st, n, 1.5, 3.0)
-    d._labels(n, rmap, rmap2)
-    d._forest(chosen0, chosen1)
+    d.solve_local(raws, None, n, None, n, 1.5, 3.0, offsets)
+    rmap2, chosen1, _ = d.solve_local([o[0] for o in outs], rmap, n1, st, n, 1.5, 3.0)
+    d.labels(n, rmap, rmap2)
+    d.forest_ids(chosen0, chosen1)
 
 
 def _gpu_pipeline(weight_dtype, xp):
@@ -103,7 +103,7 @@ def warm(weight_dtypes=("int64", "float64"), gpu=False):
 
 
 def _is_gpu_worker(worker):
-    from mst_dist.engine.driver import worker_resources
+    from mst_dist.engine.tasks import worker_resources
 
     if worker is None or not worker_resources(worker).get("GPU", 0):
         return False

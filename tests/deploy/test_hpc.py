@@ -15,7 +15,7 @@ import yaml
 import mst_dist
 from mst_dist.deploy import hpc
 from mst_dist.engine import warmup
-from mst_dist.config import ConfigError, load_run_config, validate_run_config
+from mst_dist.config import ConfigError, validate_run_config
 from support import ROOT
 from support.naive import kruskal
 

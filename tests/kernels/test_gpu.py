@@ -320,16 +320,16 @@ def test_mixed_cluster_local_finish_gathers_both_kinds(mixed, client, fastest):
 
 
 def test_mixed_cluster_measures_throughput(mixed, caplog):
-    from mst_dist.engine import driver
+    from mst_dist.engine import tasks
 
-    driver._THROUGHPUT.clear()
+    tasks.THROUGHPUT.clear()
     g = mst_dist.generate("erdos_renyi", n=2000, m=30000, seed=2)
     with dask.config.set({"mst.placement.calibration-edges": 20000}), caplog.at_level(logging.INFO, "mst_dist"):
         res = mst_dist.minimum_spanning_forest(g, mixed, local_finish=0)
     assert "measured throughput" in caplog.text
     tp = {p["kind"]: p for p in res.stats.placement.values()}
     assert tp["gpu"]["throughput"] > 0 and tp["cpu"]["throughput"] > 0
-    assert len(driver._THROUGHPUT) == 2  # kept for the next run
+    assert len(tasks.THROUGHPUT) == 2  # kept for the next run
     # chunks dealt out in proportion: each worker's edges over its throughput about equal
     finish = [p["edges"] / p["throughput"] for p in tp.values()]
     biggest = max(p["edges"] for p in tp.values()) / sum(p["chunks"] for p in tp.values())
