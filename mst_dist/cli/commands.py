@@ -206,17 +206,18 @@ def run_config_from_args(args):
     For ``submit`` the cluster must be an address (``--scheduler`` or the
     config's), and input paths are checked on the workers, not here.
     """
-    from mst_dist import config as mconfig
+    from mst_dist.cli import runconfig
+    from mst_dist.config import ConfigError
 
     submit = getattr(args, "command", None) == "submit"
 
-    raw = mconfig.read_run_config(args.config) if args.config else {}
+    raw = runconfig.read_run_config(args.config) if args.config else {}
     raw = dict(raw)
     gen_params = {param: getattr(args, dest) for dest, (param, _, _) in _GEN_FLAGS.items()
                   if getattr(args, dest) is not None}
     if args.input is not None:
         if args.generate is not None or gen_params:
-            raise mconfig.ConfigError("--input and --generate (or generator flags): give one graph")
+            raise ConfigError("--input and --generate (or generator flags): give one graph")
         raw["graph"] = {"input": args.input}
     elif args.generate is not None:
         raw["graph"] = {"generate": {"kind": args.generate, **gen_params}}
@@ -224,18 +225,18 @@ def run_config_from_args(args):
         graph = raw.get("graph")
         if not (isinstance(graph, dict) and isinstance(graph.get("generate"), dict)):
             flags = ", ".join("--" + k.replace("_", "-") for k in gen_params)
-            raise mconfig.ConfigError(f"{flags}: only with a generated graph (--generate KIND, "
-                                      f"or a config with graph.generate)")
+            raise ConfigError(f"{flags}: only with a generated graph (--generate KIND, "
+                              f"or a config with graph.generate)")
         raw["graph"] = {"generate": {**graph["generate"], **gen_params}}
     elif "graph" not in raw:
-        raise mconfig.ConfigError("no graph: give a run config (mst-dist run CONFIG), an input "
-                                  "(mst-dist run --input PATH) or a generator "
-                                  "(mst-dist run --generate KIND ...)")
+        raise ConfigError("no graph: give a run config (mst-dist run CONFIG), an input "
+                          "(mst-dist run --input PATH) or a generator "
+                          "(mst-dist run --generate KIND ...)")
     if args.input_format is not None:
         graph = raw.get("graph")
         if not (isinstance(graph, dict) and "input" in graph):
-            raise mconfig.ConfigError("--input-format: only with an input file (--input PATH, or a "
-                                      "config with graph.input)")
+            raise ConfigError("--input-format: only with an input file (--input PATH, or a "
+                              "config with graph.input)")
         raw["graph"] = {**graph, "format": args.input_format}
     for key, value in (("partitions", args.partitions), ("local_finish", args.local_finish),
                        ("backend", args.backend)):
@@ -245,13 +246,13 @@ def run_config_from_args(args):
         raw["output"] = {"path": args.output}
     if args.format is not None:
         if not isinstance(raw.get("output"), dict):
-            raise mconfig.ConfigError("--format: only with an output (--output PATH)")
+            raise ConfigError("--format: only with an output (--output PATH)")
         raw["output"] = {**raw["output"], "format": args.format}
     if args.scheduler is not None:
         raw["cluster"] = {"kind": "address", "address": args.scheduler}
     if getattr(args, "mpi", False):
         if args.scheduler is not None:
-            raise mconfig.ConfigError("--mpi and --scheduler: give one (--mpi starts its own scheduler)")
+            raise ConfigError("--mpi and --scheduler: give one (--mpi starts its own scheduler)")
         cluster = raw.get("cluster") if isinstance(raw.get("cluster"), dict) else {}
         raw["cluster"] = cluster if cluster.get("kind") == "mpi" else {"kind": "mpi"}
     local = {k: v for k, v in (("n_workers", getattr(args, "workers", None)),
@@ -263,12 +264,12 @@ def run_config_from_args(args):
     if submit:
         cluster = raw.get("cluster") if isinstance(raw.get("cluster"), dict) else {}
         if cluster.get("kind") != "address":
-            raise mconfig.ConfigError("submit runs on a cluster that is already up: give its scheduler "
-                                      "(mst-dist submit --scheduler tcp://HOST:8786 CONFIG) or set "
-                                      "cluster.kind: address and cluster.address in the config",
-                                      key="cluster.kind")
-        return mconfig.validate_run_config(raw, source=args.config, check_paths=False)
-    return mconfig.validate_run_config(raw, source=args.config)
+            raise ConfigError("submit runs on a cluster that is already up: give its scheduler "
+                              "(mst-dist submit --scheduler tcp://HOST:8786 CONFIG) or set "
+                              "cluster.kind: address and cluster.address in the config",
+                              key="cluster.kind")
+        return runconfig.validate_run_config(raw, source=args.config, check_paths=False)
+    return runconfig.validate_run_config(raw, source=args.config)
 
 
 def build_graph(cfg):
@@ -520,7 +521,7 @@ def _run(args, console=None):
 
     from mst_dist import minimum_spanning_forest
     from mst_dist.cli import report as rpt
-    from mst_dist.config import run_settings
+    from mst_dist.cli.runconfig import run_settings
     from mst_dist.io.writers import write_forest
 
     t0 = time.perf_counter()
@@ -574,7 +575,8 @@ def _run(args, console=None):
 
 def _generate(args):
     """``mst-dist generate KIND ... -o PATH``: a generated graph written with :func:`write_graph`."""
-    from mst_dist.config import ConfigError, validate_run_config
+    from mst_dist.cli.runconfig import validate_run_config
+    from mst_dist.config import ConfigError
     from mst_dist.io.writers import write_graph
 
     params = {param: getattr(args, dest) for dest, (param, _, _) in _GEN_FLAGS.items()
@@ -603,7 +605,8 @@ def _generate(args):
 
 
 def _job_script(args):
-    from mst_dist.config import ConfigError, load_run_config
+    from mst_dist.cli.runconfig import load_run_config
+    from mst_dist.config import ConfigError
     from mst_dist.deploy.hpc import job_cluster
 
     cfg = load_run_config(args.config)

@@ -1,7 +1,7 @@
 """Clusters beyond the embedded one: dask-cuda, dask-jobqueue (SLURM, PBS) and dask-mpi.
 
 Each function takes a validated ``cluster`` section of a run config (see
-:func:`mst_dist.config.validate_run_config`).  The optional dependencies are
+:func:`mst_dist.cli.runconfig.validate_run_config`).  The optional dependencies are
 imported inside the function that needs them; a missing one is an
 :class:`ImportError` naming the extra to install.
 
@@ -21,30 +21,25 @@ from __future__ import annotations
 import contextlib
 import logging
 
-from mst_dist.config import JOBQUEUE_KEYS
+from mst_dist.environment import optional_import
 
-__all__ = ["job_cluster", "local_cuda_cluster", "mpi_client", "open_cluster", "WARMUP"]
+__all__ = ["job_cluster", "local_cuda_cluster", "mpi_client", "open_cluster", "JOBQUEUE_KEYS", "WARMUP"]
 
 logger = logging.getLogger("mst_dist")
 
 #: The worker preload that compiles the kernels at start (``dask worker --preload``).
 WARMUP = "mst_dist.engine.warmup"
 
-
-def _need(module, extra, what):
-    import importlib
-
-    try:
-        return importlib.import_module(module)
-    except ImportError as e:
-        raise ImportError(f"{what} needs {module.split('.')[0].replace('_', '-')}, which is not installed "
-                          f"({e}); install it with: pip install 'mst-dist[{extra}]'") from None
+#: Keys of dask-jobqueue's cluster classes (passed on when set; else jobqueue.<kind> config).
+JOBQUEUE_KEYS = ("cores", "memory", "processes", "queue", "account", "walltime", "job_name",
+                 "resource_spec", "interface", "local_directory", "log_directory", "python",
+                 "job_extra_directives", "job_script_prologue", "worker_extra_args")
 
 
 def job_cluster(cfg):
     """The dask-jobqueue cluster of a ``slurm`` or ``pbs`` section (scheduler started, no jobs yet)."""
     kind = cfg["kind"]
-    jq = _need("dask_jobqueue", "hpc", f"cluster kind {kind!r}")
+    jq = optional_import("dask_jobqueue", extra="hpc", what=f"cluster kind {kind!r}")
     cls = {"slurm": jq.SLURMCluster, "pbs": jq.PBSCluster}[kind]
     kw = {k: cfg[k] for k in JOBQUEUE_KEYS if cfg.get(k) is not None}
     if cfg.get("warmup"):
@@ -68,7 +63,7 @@ def local_cuda_cluster(cfg):
     preloads :mod:`mst_dist.engine.warmup`, which compiles the kernels as it starts.
     Without dask-cuda: an :class:`ImportError` saying ``pip install 'mst-dist[gpu]'``.
     """
-    dc = _need("dask_cuda", "gpu", "cluster kind 'local-cuda'")
+    dc = optional_import("dask_cuda", extra="gpu", what="cluster kind 'local-cuda'")
     kw = {"threads_per_worker": cfg.get("threads_per_worker") or 1,
           "memory_limit": cfg.get("memory_limit", "auto"),
           "dashboard_address": cfg.get("dashboard_address"),
@@ -88,9 +83,9 @@ def mpi_client(cfg, comm=None):
     On ranks other than 1 this returns only once the cluster has shut down
     (``close()`` on rank 1 sends the shutdown).
     """
-    dm = _need("dask_mpi", "hpc", "cluster kind 'mpi'")
+    dm = optional_import("dask_mpi", extra="hpc", what="cluster kind 'mpi'")
     if comm is None:
-        comm = _need("mpi4py.MPI", "hpc", "cluster kind 'mpi'").COMM_WORLD
+        comm = optional_import("mpi4py.MPI", extra="hpc", what="cluster kind 'mpi'").COMM_WORLD
     if comm.Get_size() < 3:
         from mst_dist.config import ConfigError
 

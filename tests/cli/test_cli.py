@@ -262,7 +262,7 @@ def npz_config(tmp_path, n_vertices=None, **arrays):
     cfg = {"graph": {"input": str(tmp_path / "g.npz")}}
     if n_vertices is not None:
         cfg["n_vertices"] = n_vertices
-    from mst_dist.config import validate_run_config
+    from mst_dist.cli.runconfig import validate_run_config
 
     return validate_run_config(cfg)
 
@@ -290,7 +290,7 @@ def test_build_graph_npz_errors(tmp_path, arrays, match):
 
 def test_build_graph_npz_not_a_zip(tmp_path):
     (tmp_path / "g.npz").write_bytes(b"not a zip")
-    from mst_dist.config import validate_run_config
+    from mst_dist.cli.runconfig import validate_run_config
 
     cfg = validate_run_config({"graph": {"input": str(tmp_path / "g.npz")}})
     with pytest.raises(InvalidGraphError, match="not a readable .npz"):

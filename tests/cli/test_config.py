@@ -10,7 +10,9 @@ import pytest
 import yaml
 
 from mst_dist import config
-from mst_dist.config import ConfigError, load_run_config, validate_run_config
+from mst_dist.cli import runconfig
+from mst_dist.cli.runconfig import load_run_config, validate_run_config
+from mst_dist.config import ConfigError
 from support import ROOT
 
 
@@ -232,8 +234,8 @@ def test_int_accepted_for_float():
 def test_generator_table_matches_generators():
     from mst_dist.generators import GENERATORS
 
-    assert set(config.GENERATOR_PARAMS) == set(GENERATORS)
-    for kind, params in config.GENERATOR_PARAMS.items():
+    assert set(runconfig.GENERATOR_PARAMS) == set(GENERATORS)
+    for kind, params in runconfig.GENERATOR_PARAMS.items():
         sig = inspect.signature(GENERATORS[kind]).parameters
         positional = {p: v for p, v in sig.items() if v.kind == v.POSITIONAL_OR_KEYWORD}
         assert set(positional) == set(params), kind
@@ -443,7 +445,7 @@ def test_bad_placement_in_dask_config_named():
 def test_run_settings_set_placement_for_the_run():
     cfg = validate_run_config({**gen(), "placement": {"throughput": {"gpu": 40, "cpu": 1},
                                                       "calibration_edges": 2048}})
-    settings = config.run_settings(cfg)
+    settings = runconfig.run_settings(cfg)
     assert settings == {"mst.placement.throughput": {"gpu": 40, "cpu": 1},
                         "mst.placement.calibration-edges": 2048}
     with dask.config.set(settings):

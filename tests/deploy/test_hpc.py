@@ -15,7 +15,8 @@ import yaml
 import mst_dist
 from mst_dist.deploy import hpc
 from mst_dist.engine import warmup
-from mst_dist.config import ConfigError, validate_run_config
+from mst_dist.cli.runconfig import validate_run_config
+from mst_dist.config import ConfigError
 from support import ROOT
 from support.naive import kruskal
 
