@@ -308,14 +308,14 @@ def make_client(cluster, gpu=False):
     unchanged defaults: the engine's embedded default, one worker; with
     ``gpu`` its workers are GPU workers on this machine's device);
     ``address`` a client of that scheduler; ``local-cuda``, ``slurm``,
-    ``pbs``, ``mpi`` the clusters of :mod:`mst_dist.deploy.hpc`.  ``close()``
+    ``pbs``, ``mpi`` the clusters of :mod:`mst_dist.deploy`.  ``close()``
     releases what was made here (never a remote cluster).  On the MPI ranks
     that serve as scheduler or workers the client is ``None``, once the run is
     over.
     """
     import contextlib
 
-    from mst_dist.deploy.hpc import open_cluster
+    from mst_dist.deploy import open_cluster
 
     stack = contextlib.ExitStack()
     try:
@@ -607,7 +607,7 @@ def _generate(args):
 def _job_script(args):
     from mst_dist.cli.runconfig import load_run_config
     from mst_dist.config import ConfigError
-    from mst_dist.deploy.hpc import job_cluster
+    from mst_dist.deploy.jobqueue import job_cluster
 
     cfg = load_run_config(args.config)
     if cfg["cluster"]["kind"] not in ("slurm", "pbs"):

@@ -14,6 +14,7 @@ import dask.config
 import yaml
 
 from mst_dist.config import ConfigError, get
+from mst_dist.deploy import CLUSTERS
 
 __all__ = [
     "load_run_config",
@@ -77,8 +78,9 @@ _PLACEMENT_KEYS = {
     "throughput": ("mapping|null", "placement.throughput"),
     "calibration_edges": ("int", "placement.calibration-edges"),
 }
-#: Cluster kinds a run config may name (see ``mst_dist/mst-dist.yaml`` and ``cluster/``).
-CLUSTER_KINDS = ("local", "local-cuda", "address", "slurm", "pbs", "mpi")
+#: Cluster kinds a run config may name: those :func:`mst_dist.deploy.open_cluster` opens (see
+#: ``mst_dist/mst-dist.yaml`` and ``cluster/``).
+CLUSTER_KINDS = tuple(CLUSTERS)
 _JOBQUEUE = ("slurm", "pbs")
 _STARTED = ("local", "local-cuda", "slurm", "pbs", "mpi")  # kinds whose scheduler mst-dist starts
 #: cluster key -> (type, engine setting it defaults to (None: no default), kinds it applies to)
@@ -230,7 +232,7 @@ def _validate_graph(raw, source, check_paths=True):
             if key in graph:
                 _fail(f"graph.{key}", "only with graph.input (a file)", source)
         return {"generate": _validate_generate("graph.generate", graph["generate"], source)}
-    from mst_dist.io.readers import FORMATS, format_of_path
+    from mst_dist.io.formats import FORMATS, format_of_path
 
     path = _check_type("graph.input", graph["input"], "str", source)
     out = {"input": path}
@@ -253,7 +255,7 @@ def _validate_graph(raw, source, check_paths=True):
 
 
 def _validate_output(raw, source):
-    from mst_dist.io.writers import FOREST_FORMATS, forest_format
+    from mst_dist.io.formats import FOREST_FORMATS, forest_format
 
     if raw is None:
         return None

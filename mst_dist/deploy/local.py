@@ -1,14 +1,17 @@
-"""Turning a configuration into a Dask client.
+"""In-process clusters: the engine's embedded default and cluster kind ``local``.
 
 ``embedded()`` is the default when no client is given: an in-process
 ``LocalCluster`` sized to the machine, threads only (the kernels release the
 GIL), its dashboard on 127.0.0.1 with the link logged, shut down on exit.
+:func:`open_local` is the same cluster for a run config's ``cluster`` section.
 """
 from __future__ import annotations
 
 import contextlib
 import logging
 import os
+
+__all__ = ["embedded", "local_gpu", "open_local"]
 
 logger = logging.getLogger("mst_dist")
 
@@ -92,6 +95,19 @@ def embedded(n_workers=None, threads_per_worker=None, processes=None,
     finally:
         cluster.close()
 
+
+@contextlib.contextmanager
+def open_local(cfg, gpu=False):
+    """A client of the in-process cluster a ``local`` section describes, closed on exit.
+
+    Unset keys as :func:`embedded` (one worker by default).  ``gpu``: the
+    workers advertise ``resources={"GPU": 1}`` and run the GPU kernels on this
+    machine's device (see :func:`local_gpu`).
+    """
+    with embedded(n_workers=cfg.get("n_workers") or 1, threads_per_worker=cfg.get("threads_per_worker"),
+                  processes=cfg.get("processes"), dashboard_address=cfg.get("dashboard_address"),
+                  gpu=gpu) as client:
+        yield client
 
 def _dashboard_link(cluster, dashboard_address):
     """The dashboard's URL on the interface it is bound to (not the host's public name)."""

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 import mst_dist
-from mst_dist.deploy import hpc
+from mst_dist.deploy import cuda, jobqueue, mpi
 from mst_dist.engine import warmup
 from mst_dist.cli.runconfig import validate_run_config
 from mst_dist.config import ConfigError
@@ -119,7 +119,7 @@ def test_slurm_job_script(dask_jobqueue):
                      walltime="02:30:00", job_extra_directives=["--exclusive"], interface="lo",
                      job_script_prologue=["module load python/3.11"], worker_extra_args=["--resources", "CPU=1"],
                      dashboard_address=None)
-    with hpc.job_cluster(cfg) as cluster:
+    with jobqueue.job_cluster(cfg) as cluster:
         assert isinstance(cluster, dask_jobqueue.SLURMCluster)
         script = cluster.job_script()
         address = cluster.scheduler_address
@@ -139,7 +139,7 @@ def test_slurm_job_script(dask_jobqueue):
 def test_pbs_job_script(dask_jobqueue):
     cfg = cluster_of(kind="pbs", cores=8, memory="32GB", queue="workq", walltime="00:20:00", jobs=3,
                      job_extra_directives=["-l place=excl"], warmup=False, dashboard_address=None)
-    with hpc.job_cluster(cfg) as cluster:
+    with jobqueue.job_cluster(cfg) as cluster:
         assert isinstance(cluster, dask_jobqueue.PBSCluster)
         script = cluster.job_script()
     lines = script.splitlines()
@@ -159,7 +159,7 @@ def test_example_jobqueue_yaml_layers_under_run_config(dask_jobqueue, kind):
     with dask.config.set({f"jobqueue.{kind}.{k}": v for k, v in site["jobqueue"][kind].items()}):
         cfg = validate_run_config({**GEN, "cluster": {"kind": kind, "walltime": "00:05:00",
                                                       "dashboard_address": None}})["cluster"]
-        with hpc.job_cluster(cfg) as cluster:
+        with jobqueue.job_cluster(cfg) as cluster:
             script = cluster.job_script()
     lines = script.splitlines()
     assert "module load python/3.11" in lines
@@ -191,11 +191,11 @@ def test_missing_extra_is_named(monkeypatch):
     for name in ("dask_jobqueue", "dask_cuda", "dask_mpi"):
         monkeypatch.setitem(sys.modules, name, None)  # import fails as if not installed
     with pytest.raises(ImportError, match=r"cluster kind 'slurm' needs dask-jobqueue.*pip install 'mst-dist\[hpc\]'"):
-        hpc.job_cluster(cluster_of(kind="slurm", cores=1, memory="1GB"))
+        jobqueue.job_cluster(cluster_of(kind="slurm", cores=1, memory="1GB"))
     with pytest.raises(ImportError, match=r"needs dask-cuda.*pip install 'mst-dist\[gpu\]'"):
-        hpc.local_cuda_cluster(cluster_of(kind="local-cuda"))
+        cuda.local_cuda_cluster(cluster_of(kind="local-cuda"))
     with pytest.raises(ImportError, match=r"cluster kind 'mpi' needs dask-mpi"):
-        hpc.mpi_client(cluster_of(kind="mpi"))
+        mpi.mpi_client(cluster_of(kind="mpi"))
 
 
 def test_local_cuda_options(monkeypatch):
@@ -206,8 +206,8 @@ def test_local_cuda_options(monkeypatch):
     fake = types.ModuleType("dask_cuda")
     fake.LocalCUDACluster = lambda **kw: seen.update(kw) or "cluster"
     monkeypatch.setitem(sys.modules, "dask_cuda", fake)
-    assert hpc.local_cuda_cluster(cluster_of(kind="local-cuda", n_workers=2, cuda_visible_devices="0,1",
-                                             memory_limit="8GiB")) == "cluster"
+    assert cuda.local_cuda_cluster(cluster_of(kind="local-cuda", n_workers=2, cuda_visible_devices="0,1",
+                                              memory_limit="8GiB")) == "cluster"
     assert seen == {"n_workers": 2, "CUDA_VISIBLE_DEVICES": "0,1", "threads_per_worker": 1,
                     "memory_limit": "8GiB", "dashboard_address": "127.0.0.1:0", "resources": {"GPU": 1},
                     "preload": ["mst_dist.engine.warmup"]}
@@ -221,8 +221,8 @@ def test_local_cuda_defaults(monkeypatch):
     fake = types.ModuleType("dask_cuda")
     fake.LocalCUDACluster = lambda **kw: seen.append(kw)
     monkeypatch.setitem(sys.modules, "dask_cuda", fake)
-    hpc.local_cuda_cluster(cluster_of(kind="local-cuda"))
-    hpc.local_cuda_cluster(cluster_of(kind="local-cuda", warmup=False, threads_per_worker=2))
+    cuda.local_cuda_cluster(cluster_of(kind="local-cuda"))
+    cuda.local_cuda_cluster(cluster_of(kind="local-cuda", warmup=False, threads_per_worker=2))
     assert seen[0] == {"threads_per_worker": 1, "memory_limit": "auto", "dashboard_address": "127.0.0.1:0",
                        "resources": {"GPU": 1}, "preload": ["mst_dist.engine.warmup"]}
     assert "preload" not in seen[1] and seen[1]["threads_per_worker"] == 2 and seen[1]["resources"] == {"GPU": 1}

@@ -1,0 +1,87 @@
+"""One entry for every cluster kind: ``with open_cluster(cfg) as client: ...``.
+
+``cfg`` is a validated ``cluster`` section of a run config (see
+:func:`mst_dist.cli.runconfig.validate_run_config`); its ``kind`` picks the
+function from :data:`CLUSTERS`, each a context manager taking the section and
+yielding a client:
+
+- ``local``: an in-process cluster (:func:`mst_dist.deploy.local.open_local`);
+- ``address``: a scheduler that is already up (:func:`connect`);
+- ``local-cuda``: one worker per GPU here (:func:`mst_dist.deploy.cuda.open_local_cuda`);
+- ``slurm``, ``pbs``: batch jobs' workers (:func:`mst_dist.deploy.jobqueue.open_jobqueue`);
+- ``mpi``: the ranks of an MPI job (:func:`mst_dist.deploy.mpi.open_mpi`).
+
+The optional dependencies of a kind are imported when it opens; a missing one
+is an :class:`ImportError` naming the extra to install.
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+
+from mst_dist.deploy._core import wait_for_workers
+from mst_dist.deploy.cuda import open_local_cuda
+from mst_dist.deploy.jobqueue import open_jobqueue
+from mst_dist.deploy.local import open_local
+from mst_dist.deploy.mpi import open_mpi
+
+__all__ = ["CLUSTERS", "connect", "open_cluster"]
+
+logger = logging.getLogger("mst_dist")
+
+
+@contextlib.contextmanager
+def connect(cfg):
+    """A client of the scheduler at ``cluster.address`` (the cluster is left running on exit).
+
+    Waits up to ``cluster.wait_timeout`` for a worker.
+    """
+    from distributed import Client
+
+    from mst_dist.diagnostics import dashboard
+
+    logger.info("connecting to the scheduler at %s", cfg["address"])
+    with Client(cfg["address"]) as client:
+        # the MST page, unless the scheduler has it (--preload mst_dist.diagnostics.dashboard) or cannot
+        # import mst_dist
+        dashboard.register(client, quiet=True)
+        wait_for_workers(client, cfg, f"the cluster at {cfg['address']}")
+        yield client
+
+
+#: Cluster kind -> context manager of a ``cluster`` section, yielding a client.
+CLUSTERS = {
+    "local": open_local,
+    "local-cuda": open_local_cuda,
+    "address": connect,
+    "slurm": open_jobqueue,
+    "pbs": open_jobqueue,
+    "mpi": open_mpi,
+}
+
+
+@contextlib.contextmanager
+def open_cluster(cfg, gpu=False):
+    """A client of the cluster a ``cluster`` section describes, closed (jobs cancelled) on exit.
+
+    Yields ``None`` on the MPI ranks that served as scheduler or workers,
+    after the run on rank 1 has finished.  Clusters mst-dist starts get the
+    dashboard's MST page (:mod:`mst_dist.diagnostics.dashboard`).  ``gpu`` (kind
+    ``local`` only): the in-process workers advertise ``resources={"GPU": 1}``
+    and run the GPU kernels on this machine's device, as the engine's
+    embedded default does where it can.
+
+    Raises :class:`ValueError` for a kind not in :data:`CLUSTERS` (the message
+    lists them) and for ``gpu`` with a kind other than ``local``.
+    """
+    kind = cfg["kind"]
+    try:
+        opener = CLUSTERS[kind]
+    except KeyError:
+        raise ValueError(f"cluster.kind: unknown kind {kind!r}; expected one of "
+                         f"{', '.join(CLUSTERS)}") from None
+    if gpu and kind != "local":
+        raise ValueError(f"gpu=True: only for cluster kind 'local' (this is {kind!r}); the GPU "
+                         "workers of other kinds advertise resources GPU=1 themselves")
+    with (opener(cfg, gpu=True) if gpu else opener(cfg)) as client:
+        yield client
