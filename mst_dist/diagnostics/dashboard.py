@@ -28,13 +28,13 @@ plugin still records runs and there is no page.
 from __future__ import annotations
 
 import logging
-import re
 import time
 from collections import OrderedDict
 
 from distributed.diagnostics.plugin import SchedulerPlugin
 
 from mst_dist.diagnostics import figures
+from mst_dist.engine.keys import EVENT_TOPIC, parse_key
 
 __all__ = ["MSTDashboard", "NAME", "PAGE", "register", "install", "dask_setup", "add_page"]
 
@@ -42,12 +42,10 @@ logger = logging.getLogger("mst_dist.diagnostics.dashboard")
 
 #: The plugin's name on the scheduler, and the event topic the driver publishes on.
 NAME = "mst-dist"
-TOPIC = "mst-dist"
+TOPIC = EVENT_TOPIC
 #: Where the page is served (below the dashboard's prefix).
 PAGE = "/mst"
 
-_KEY = re.compile(r"^mst-(?P<phase>[a-z]+(?:-[a-z]+)*)-r(?P<round>\d+)-(?P<token>[0-9a-f]+)"
-                  r"(?:-(?P<index>.+))?$")
 #: Task phase (key prefix) -> per-worker time group on the page.
 _GROUP = {"load": "load", "prepare": "load", "map": "map", "merge": "merge", "contract": "merge",
           "filter": "merge", "sample": "merge", "local": "local"}
@@ -119,17 +117,16 @@ class MSTDashboard(SchedulerPlugin):
         self.version += 1
 
     def transition(self, key, start, finish, *args, **kwargs):
-        if finish != "memory" or start != "processing" or not isinstance(key, str) \
-                or not key.startswith("mst-"):
+        if finish != "memory" or start != "processing":
             return
-        m = _KEY.match(key)
-        if m is None:
+        k = parse_key(key)
+        if k is None:
             return
-        run = self._run(m["token"])
+        run = self._run(k.token)
         worker = kwargs.get("worker")
         if run is None or worker is None:
             return
-        phase = m["phase"]
+        phase = k.phase
         run["tasks"][phase] = run["tasks"].get(phase, 0) + 1
         group = _GROUP.get(phase)
         if group is not None:
@@ -137,8 +134,8 @@ class MSTDashboard(SchedulerPlugin):
                        if s.get("action") == "compute")
             w = run["seconds"].setdefault(worker, {})
             w[group] = w.get(group, 0.0) + secs
-        if phase in _CHUNK_PHASES and m["index"] is not None and m["index"].isdigit():
-            run["chunks"][int(m["index"])] = worker
+        if phase in _CHUNK_PHASES and k.chunk is not None:
+            run["chunks"][k.chunk] = worker
         self.version += 1
 
     def remove_worker(self, scheduler, worker, **kwargs):

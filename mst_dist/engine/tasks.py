@@ -21,6 +21,7 @@ import time
 import numpy as np
 from dask.sizeof import sizeof
 
+from mst_dist.engine.records import ChunkStats, LocalRecord, RoundRecord
 from mst_dist.graph import check_edges
 from mst_dist.kernels import cpu, gpu
 from mst_dist.kernels.gpu import DeviceChunk
@@ -31,8 +32,6 @@ def _sizeof_device_chunk(chunk):
     # to disk for host bytes they do not use (device memory is dask-cuda's business)
     return chunk.nbytes if chunk.xp is np else 512
 
-BYTES_PER_EDGE = 24  # working chunk: u, v (int32), key (uint64), eid (int64)
-EVENT_TOPIC = "mst-dist"  # scheduler event topic the driver publishes run/round records on
 
 
 # ---------------------------------------------------------------------------
@@ -162,38 +161,30 @@ def map_round(chunk, rmap, n_comp, backend="cpu", packing="rank"):
             new, cand = cpu.filter_map_chunk(*chunk, rmap[0], n_comp)
         m_out = new[0].shape[0]
     dt = time.perf_counter() - t0
-    stats = {"edges_in": m_in, "edges": m_out, "map": dt, "cand_bytes": _nbytes(cand), "merge": 0.0,
-             "h2d": h2d, "d2h": d2h, "gpu_edges_in": m_in if xp is not None else 0}
+    stats = ChunkStats(edges_in=m_in, edges=m_out, map=dt, cand_bytes=_nbytes(cand), h2d=h2d, d2h=d2h,
+                       gpu_edges_in=m_in if xp is not None else 0)
     return new, (cand, stats)
-
-
-_SUMMED = ("edges_in", "edges", "h2d", "d2h", "gpu_edges_in")
 
 
 def merge(*parts):
     t0 = time.perf_counter()
     cand = cpu.merge_candidates([p[0] for p in parts])
     dt = time.perf_counter() - t0
-    st = {k: sum(p[1].get(k, 0) for p in parts) for k in _SUMMED}
-    st.update(map=max(p[1]["map"] for p in parts),
-              cand_bytes=sum(p[1]["cand_bytes"] for p in parts) + _nbytes(cand),
-              merge=max(p[1]["merge"] for p in parts) + dt)
-    return cand, st
+    return cand, ChunkStats.combine([p[1] for p in parts], _nbytes(cand), dt)
 
 
 def contract(merged, n_comp, prev, finish=True):
     if n_comp is None:
-        n_comp = prev["n_next"]
+        n_comp = prev.n_next
     cand, st = merged
-    fin_off = 0 if prev is None else prev["finished_total"]
+    fin_off = 0 if prev is None else prev.finished_total
     t0 = time.perf_counter()
     M, chosen, n_next, n_fin = cpu.contract(*cand, n_comp, fin_off, finish)
     dt = time.perf_counter() - t0
-    stats = dict(st)
-    stats.update(contract=dt, n_comp=n_comp, n_next=n_next, n_finished=n_fin,
-                 finished_total=fin_off + n_fin, forest_edges=int(chosen.shape[0]),
-                 map_bytes=int(M.nbytes))
-    return (M, n_next), chosen, stats
+    rec = RoundRecord(chunks=st, contract=dt, n_comp=n_comp, n_next=n_next, n_finished=n_fin,
+                      finished_total=fin_off + n_fin, forest_edges=int(chosen.shape[0]),
+                      map_bytes=int(M.nbytes))
+    return (M, n_next), chosen, rec
 
 
 def solve_local(chunks, rmap, n_comp, prev, n_vertices, light_factor, min_degree, raw_offsets=None,
@@ -211,17 +202,16 @@ def solve_local(chunks, rmap, n_comp, prev, n_vertices, light_factor, min_degree
         u, v, k, e = cpu.concat_chunks([_as_cpu(c) for c in chunks], n_vertices)
     t1 = time.perf_counter()
     m_in = int(u.shape[0])
-    fin_off = 0 if prev is None else prev["finished_total"]
+    fin_off = 0 if prev is None else prev.finished_total
     t2 = time.perf_counter()
     trace = []
     # the last distributed round's filter-edges runs inside the solve, in place
     M, chosen, n_fin = cpu.solve_local(u, v, k, e, n_comp, fin_off, light_factor=light_factor,
                                        min_degree=min_degree, trace=trace,
                                        relabel=None if rmap is None else rmap[0])
-    stats = {"prepare": t1 - t0, "filter-edges": 0.0, "edges_in": m_in, "trace": trace,
-             "finished_total": fin_off + n_fin, "forest_edges": int(chosen.shape[0]),
-             "solve": time.perf_counter() - t2, "h2d": 0, "d2h": 0, "kind": "cpu"}
-    return (M, 0), chosen, stats
+    rec = LocalRecord(kind="cpu", prepare=t1 - t0, solve=time.perf_counter() - t2, edges_in=m_in,
+                      finished_total=fin_off + n_fin, forest_edges=int(chosen.shape[0]), trace=trace)
+    return (M, 0), chosen, rec
 
 
 def _solve_local_gpu(chunks, rmap, n_comp, prev, n_vertices, raw_offsets, packing, xp, light_factor, min_degree):
@@ -240,15 +230,14 @@ def _solve_local_gpu(chunks, rmap, n_comp, prev, n_vertices, raw_offsets, packin
         h2d += nb
     gpu.synchronize(xp)
     t1 = time.perf_counter()
-    fin_off = 0 if prev is None else prev["finished_total"]
+    fin_off = 0 if prev is None else prev.finished_total
     trace = []
     M, chosen, n_fin = gpu.solve_local(ch, n_comp, fin_off, relabel=relabel, trace=trace,
                                        light_factor=light_factor, min_degree=min_degree)
-    stats = {"prepare": t1 - t0, "filter-edges": 0.0, "edges_in": len(ch), "trace": trace,
-             "finished_total": fin_off + n_fin, "forest_edges": int(chosen.shape[0]),
-             "solve": time.perf_counter() - t1, "h2d": h2d, "d2h": int(M.nbytes + chosen.nbytes),
-             "kind": "gpu"}
-    return (M, 0), chosen, stats
+    rec = LocalRecord(kind="gpu", prepare=t1 - t0, solve=time.perf_counter() - t1, edges_in=len(ch),
+                      finished_total=fin_off + n_fin, forest_edges=int(chosen.shape[0]), trace=trace,
+                      h2d=h2d, d2h=int(M.nbytes + chosen.nbytes))
+    return (M, 0), chosen, rec
 
 
 def sample(chunk, rate, seed):

@@ -13,6 +13,7 @@ import pytest
 
 import mst_dist
 from mst_dist.diagnostics import dashboard, figures
+from mst_dist.engine.keys import task_key
 from mst_dist.deploy.local import embedded
 from support.chromium import Chromium, chromium_path
 from support import ROOT
@@ -90,9 +91,10 @@ def test_plugin_records_events_and_transitions():
     p.log_event("mst-dist", {"event": "phase", "run": "aa11", "round": 0, "phase": "map",
                              "components": 100, "edges": 900, "elapsed": 0.1})
     ss = [{"action": "compute", "start": 10.0, "stop": 12.5}, {"action": "transfer", "start": 9, "stop": 10}]
-    p.transition("mst-map-r0-aa11-1", "processing", "memory", worker="tcp://w:1", startstops=ss,
-                 stimulus_id="s")
-    p.transition("mst-load-r0-aa11-0", "processing", "memory", worker="tcp://w:2",
+    # the driver's own keys: a map task carries its submission number before the chunk index
+    p.transition(task_key("map", 0, "aa11", submission=0, index=1), "processing", "memory",
+                 worker="tcp://w:1", startstops=ss, stimulus_id="s")
+    p.transition(task_key("load", 0, "aa11", index=0), "processing", "memory", worker="tcp://w:2",
                  startstops=[{"action": "compute", "start": 0, "stop": 1}], stimulus_id="s")
     p.transition("mst-map-r0-aa11-0", "waiting", "processing", stimulus_id="s")  # not finished
     p.transition("mst-map-r0-ffff-0", "processing", "memory", worker="tcp://w:1", stimulus_id="s")  # other run

@@ -1,0 +1,80 @@
+"""From the workers' records to :class:`~mst_dist.result.RoundStats`, and bytes moved.
+
+During a run, a distributed round's bytes moved are an estimate (candidates
+plus one round map per extra worker); when the run ends, :func:`exact_bytes`
+replaces them by what the workers' transfer logs say they received for each
+round's tasks.
+"""
+from __future__ import annotations
+
+import logging
+
+from mst_dist.engine import tasks
+from mst_dist.engine.keys import parse_key
+from mst_dist.result import RoundStats
+
+logger = logging.getLogger("mst_dist")
+
+
+def distributed_round(rnd, rec, *, light, wall, split_seconds, n_chunks, n_workers, tasks_in_graph):
+    """The :class:`RoundStats` of a distributed round from its contract task's record."""
+    ch = rec.chunks
+    phase_seconds = {"map": ch.map, "merge": ch.merge, "contract": rec.contract}
+    if split_seconds:
+        # the light/heavy split is this round's filter-edges (timed by the driver)
+        phase_seconds["filter-edges"] = split_seconds
+        wall += split_seconds
+    return RoundStats(
+        round=rnd, mode="distributed-light" if light else "distributed",
+        components_before=rec.n_comp, components_after=rec.n_next,
+        edges_before=ch.edges_in, edges_after=ch.edges, forest_edges=rec.forest_edges,
+        phase_seconds=phase_seconds, wall_seconds=wall,
+        bytes_moved=ch.cand_bytes + rec.map_bytes * max(0, min(n_workers, n_chunks) - 1),
+        tasks=tasks_in_graph, h2d_bytes=ch.h2d, d2h_bytes=ch.d2h, gpu_edges=ch.gpu_edges_in)
+
+
+def local_rounds(rnd, rec, wall):
+    """One :class:`RoundStats` per round of a single-task solve (:class:`LocalRecord` ``rec``).
+
+    The solve is one task: its scheduling overhead (wall time less kernel
+    time less preparation) and its host/device copies are charged to its
+    first round.
+    """
+    kernel = sum(sum(t["phase_seconds"].values()) for t in rec.trace)
+    out = []
+    for j, t in enumerate(rec.trace):
+        ps = dict(t["phase_seconds"])
+        mode = "local-filter" if t.get("filter_pass") else ("local-light" if t.get("light") else "local")
+        first = j == 0
+        out.append(RoundStats(
+            round=rnd + j, mode=mode, components_before=t["components_before"],
+            components_after=t["components_after"], edges_before=t["edges_before"],
+            edges_after=t["edges_after"], forest_edges=t["forest_edges"], phase_seconds=ps,
+            wall_seconds=sum(ps.values()) + ((wall - kernel - rec.prepare) if first else 0.0),
+            bytes_moved=0, tasks=4 if first else 0,
+            h2d_bytes=rec.h2d if first else 0, d2h_bytes=rec.d2h if first else 0,
+            gpu_edges=t["edges_before"] if rec.kind == "gpu" else 0))
+    return out
+
+
+def exact_bytes(client, rounds, token, since, n_workers):
+    """Replace the rounds' estimated bytes moved by the workers' transfer logs (in place)."""
+    if n_workers < 2:
+        for r in rounds:
+            r.bytes_moved = 0  # one worker: nothing crosses a worker boundary
+        return
+    try:
+        logs = client.run(tasks.transfer_log, since=since)
+    except Exception:  # pragma: no cover - an old distributed without the log
+        logger.debug("no transfer logs: bytes moved stay estimates", exc_info=True)
+        return
+    per_round = {}
+    for entries in logs.values():
+        for k, nb in entries:
+            key = parse_key(k)
+            if key is None or key.token != token:
+                continue
+            per_round[key.round] = per_round.get(key.round, 0) + nb
+    for r in rounds:
+        if r.mode == "distributed" or r.tasks:
+            r.bytes_moved = per_round.get(r.round, 0)

@@ -1,0 +1,56 @@
+"""Sizing a run: how many chunks, and when one task finishes the forest on one worker."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from mst_dist.kernels import gpu
+
+#: Host bytes of one edge in a working chunk: u, v (int32), key (uint64), eid (int64).
+BYTES_PER_EDGE = 24
+#: Edges per chunk above which a CPU cluster gets more chunks than worker threads.
+CPU_CHUNK_EDGES = 16_000_000
+#: Edges per chunk above which a GPU worker gets more than one chunk.
+GPU_CHUNK_EDGES = 2**30
+
+
+@dataclass
+class Plan:
+    """How a run is cut and finished (decided before any chunk exists)."""
+
+    partitions: int     #: number of edge chunks
+    local_finish: int   #: at most this many edges left: one task finishes on one worker
+
+
+def plan_run(n_edges, *, kinds, threads, min_memory, device_memory=None, partitions=None,
+             local_finish="auto", throughput=None) -> Plan:
+    """The :class:`Plan` of a run on workers of the given ``kinds`` (worker -> "cpu"/"gpu").
+
+    ``partitions``: as asked, else one chunk per worker thread on CPU workers
+    (one per GPU worker on GPU-only clusters), more for big graphs, and on a
+    mixed cluster enough that the slowest worker (by ``throughput``) gets one.
+    ``local_finish``: as asked, else on one worker everything that fits in a
+    quarter of its memory, on more workers ``max(2M, m / (4 * workers))``.
+    """
+    m = int(n_edges)
+    n_workers = len(kinds)
+    chosen = partitions is not None and partitions != "auto"
+    if not chosen:
+        if set(kinds.values()) == {"gpu"}:
+            partitions = max(n_workers, math.ceil(m / GPU_CHUNK_EDGES))
+        else:
+            partitions = max(threads, math.ceil(m / CPU_CHUNK_EDGES))
+        if throughput and set(kinds.values()) == {"cpu", "gpu"}:
+            lo = min(throughput.values())
+            want = math.ceil(sum(throughput.values()) / lo) + n_workers
+            partitions = max(partitions, min(want, 64 * n_workers))
+    partitions = max(1, min(int(partitions), max(1, m)))
+    fits = min_memory // (4 * BYTES_PER_EDGE)
+    if "gpu" in kinds.values():
+        # the single task may run on a GPU: its edges must fit the device and one chunk
+        fits = min(fits, gpu.MAX_CHUNK)
+        if device_memory:
+            fits = min(fits, device_memory // gpu.DEVICE_BYTES_PER_EDGE)
+    if local_finish == "auto":
+        local_finish = fits if n_workers == 1 else min(fits, max(2_000_000, m // (4 * n_workers)))
+    return Plan(partitions=partitions, local_finish=int(local_finish))
