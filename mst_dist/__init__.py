@@ -17,7 +17,7 @@ __version__ = "0.1.0"
 #: Attributes imported on first use (the readers pull in Numba and pyarrow).
 _LAZY = {
     "read": ("io.readers", "read"),
-    "GraphFormatError": ("io.readers", "GraphFormatError"),
+    "GraphFormatError": ("io.formats", "GraphFormatError"),
     "write_forest": ("io.writers", "write_forest"),
     "write_labels": ("io.writers", "write_labels"),
     "write_graph": ("io.writers", "write_graph"),

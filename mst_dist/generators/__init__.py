@@ -42,6 +42,7 @@ import numbers
 import numpy as np
 
 from mst_dist.graph import FunctionSource, Graph
+from mst_dist.io.tasks import map_tasks
 
 __all__ = [
     "BLOCK",
@@ -858,9 +859,7 @@ def random_geometric(n, radius, *, seed=0, weights="int", wmin=1, wmax=1000):
         hi = min(nrows, r1 + 1)
         tasks.append((_rgg_count_band, r0, r1, wspec["seed"], tag, nrows, radius,
                       counts[r0:hi], vids[r0:hi]))
-    from mst_dist.io.readers import _map_tasks
-
-    res = _map_tasks(_call, tasks, None, "generate-count")
+    res = map_tasks(_call, tasks, None, "generate-count")
     row_edges = np.concatenate(res) if res else np.zeros(0, np.int64)
     m = int(row_edges.sum())
     _check_size("random_geometric", "m", m)

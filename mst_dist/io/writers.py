@@ -1,5 +1,7 @@
 """Writing forests, component labels and graphs (reading is :mod:`mst_dist.io.readers`).
 
+The format names and the extensions that select them are in :mod:`mst_dist.io.formats`.
+
 Forest writers
 --------------
 :func:`write_forest` writes a result's edges as four columns ``edge_id``,
@@ -33,36 +35,14 @@ import secrets
 
 import numpy as np
 
+from mst_dist.io.formats import (
+    FOREST_FORMATS, GRAPH_FORMATS, check_options, forest_format, graph_format,
+)
+
 __all__ = ["write_forest", "write_labels", "write_graph", "forest_format", "graph_format",
            "FOREST_FORMATS", "GRAPH_FORMATS", "atomic_path"]
 
-#: Formats :func:`write_forest` writes, by name.
-FOREST_FORMATS = ("parquet", "csv", "npz")
-
-_EXTENSIONS = {
-    ".parquet": "parquet",
-    ".pq": "parquet",
-    ".csv": "csv",
-    ".npz": "npz",
-}
-
 _COLUMNS = ("edge_id", "src", "dst", "weight")
-
-
-def forest_format(path):
-    """The forest format a file name asks for, from its extension.
-
-    >>> forest_format("out/msf.parquet"), forest_format("msf.CSV"), forest_format("f.npz")
-    ('parquet', 'csv', 'npz')
-    """
-    ext = os.path.splitext(os.fspath(path))[1].lower()
-    try:
-        return _EXTENSIONS[ext]
-    except KeyError:
-        raise ValueError(
-            f"cannot tell the forest format of {os.fspath(path)!r} from its extension "
-            f"{ext or '(none)'!r}; known: {', '.join(sorted(_EXTENSIONS))}"
-        ) from None
 
 
 class atomic_path:
@@ -248,35 +228,7 @@ def write_labels(result, path, format=None):
 # graphs
 # ---------------------------------------------------------------------------
 
-#: Formats :func:`write_graph` writes (those :func:`mst_dist.read` reads, plus ``csv``).
-GRAPH_FORMATS = ("edgelist", "csv", "gr", "mtx", "npz", "npy", "egr", "parquet")
-
-_GRAPH_EXTENSIONS = {
-    ".txt": "edgelist", ".edges": "edgelist", ".edgelist": "edgelist", ".el": "edgelist",
-    ".tsv": "edgelist", ".snap": "edgelist", ".csv": "csv", ".gr": "gr", ".mtx": "mtx",
-    ".mm": "mtx", ".npz": "npz", ".egr": "egr", ".parquet": "parquet", ".pq": "parquet",
-}
-
 _CHUNK_EDGES = 1 << 22
-
-
-def graph_format(path):
-    """The graph format a target name asks for: by extension; a directory name
-    (no extension, or a trailing separator) is Parquet part files.
-
-    >>> graph_format("g.gr"), graph_format("g.txt"), graph_format("parts/")
-    ('gr', 'edgelist', 'parquet')
-    """
-    p = os.fspath(path)
-    if p.endswith(("/", os.sep)):
-        return "parquet"
-    ext = os.path.splitext(p)[1].lower()
-    if ext in _GRAPH_EXTENSIONS:
-        return _GRAPH_EXTENSIONS[ext]
-    if ext == "" or os.path.isdir(p):
-        return "parquet"
-    raise ValueError(f"cannot tell the graph format of {p!r} from its extension {ext!r}; give "
-                     f"format= (one of {', '.join(GRAPH_FORMATS)})")
 
 
 def _graph_chunks(graph, client=None, chunk_edges=_CHUNK_EDGES, window=4):
@@ -612,7 +564,6 @@ def write_graph(graph, path, format=None, *, client=None, **opts):
     [4, 1, 2]
     """
     from mst_dist.graph import Graph
-    from mst_dist.io.readers import check_options
 
     if not isinstance(graph, Graph):
         raise TypeError(f"graph must be a mst_dist.Graph, got {type(graph).__name__}")

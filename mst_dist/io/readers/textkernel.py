@@ -1,22 +1,22 @@
-"""The text kernel of :mod:`mst_dist.io.readers`: whole lines of bytes in, edge arrays out.
+"""The text kernel of the readers: whole lines of bytes in, edge arrays out.
 
 Pure Numba functions (no I/O, no Dask), imported on first use so that
 importing the readers stays light.  One kernel serves the three text formats
 (edge list, DIMACS ``.gr`` body, Matrix Market body); see
-:func:`_parse_text`.
+:func:`parse_text`.
 """
 import numpy as np
 from numba import njit
 
-from mst_dist.io.readers import (  # noqa: F401  (compile-time constants of the kernel)
-    _E_EMPTY, _E_FEW, _E_HIGH, _E_LINE, _E_LOW, _E_MANY, _E_OVERFLOW, _E_PLINE, _E_TOKEN, _E_WINT,
-    _M_EDGELIST, _M_MTX, _OK, _S_ECOL, _S_EEND, _S_ELINE, _S_ELS, _S_EPOS, _S_FB,
-    _S_LINES, _S_MAXID, _S_NCK, _S_NEXTCK, _S_NF, _S_RAW, _S_ROWS, _S_STATUS, _W_INT, _W_NONE,
+from mst_dist.io.readers.textcodes import (
+    E_EMPTY, E_FEW, E_HIGH, E_LINE, E_LOW, E_MANY, E_OVERFLOW, E_PLINE, E_TOKEN, E_WINT,
+    M_EDGELIST, M_MTX, OK, S_ECOL, S_EEND, S_ELINE, S_ELS, S_EPOS, S_FB,
+    S_LINES, S_MAXID, S_NCK, S_NEXTCK, S_NF, S_RAW, S_ROWS, S_STATUS, W_INT, W_NONE,
 )
 
 
 @njit(cache=True, nogil=True)
-def _count_lines(buf):
+def count_lines(buf):
     """Number of lines in ``buf`` (a last line without a newline counts)."""
     n = 0
     for i in range(buf.shape[0]):
@@ -108,8 +108,8 @@ def _is_float(buf, ts, te):
 
 
 @njit(cache=True, nogil=True)
-def _parse_text(buf, pos0, mode, ncols, wkind, base, lim0, lim1, dedupe, store, skip, gran,
-                src, dst, wint, fbuf, foff, frow, fline, ck, st):
+def parse_text(buf, pos0, mode, ncols, wkind, base, lim0, lim1, dedupe, store, skip, gran,
+               src, dst, wint, fbuf, foff, frow, fline, ck, st):
     """Parse whole lines of ``buf`` (an edge list, ``.gr`` or ``.mtx`` body).
 
     Writes kept rows ``skip, skip + 1, ...`` to ``src, dst, wint`` (when
@@ -117,8 +117,8 @@ def _parse_text(buf, pos0, mode, ncols, wkind, base, lim0, lim1, dedupe, store, 
     weight tokens of those rows (of every row without ``store``) to ``fbuf``
     (offsets ``foff``, output index ``frow``, local line ``fline``); checkpoints ``(pos0 + offset, rows, lines)`` to
     ``ck`` at the first line start past each multiple of ``gran``; counters
-    and the first error to ``st`` (see the ``_S_*`` slots).  Stops at the
-    first error.
+    and the first error to ``st`` (see the ``S_*`` slots of
+    :mod:`~mst_dist.io.readers.textcodes`).  Stops at the first error.
     """
     n = buf.shape[0]
     i = 0
@@ -128,9 +128,9 @@ def _parse_text(buf, pos0, mode, ncols, wkind, base, lim0, lim1, dedupe, store, 
     nf = 0
     fb = 0
     nck = 0
-    maxid = st[_S_MAXID]
-    nextck = st[_S_NEXTCK]
-    status = _OK
+    maxid = st[S_MAXID]
+    nextck = st[S_NEXTCK]
+    status = OK
     eline = -1
     epos = -1
     eend = -1
@@ -156,10 +156,10 @@ def _parse_text(buf, pos0, mode, ncols, wkind, base, lim0, lim1, dedupe, store, 
             lines += 1
             continue
         data = True
-        if mode == _M_EDGELIST:
+        if mode == M_EDGELIST:
             if c == 35 or c == 37:
                 data = False
-        elif mode == _M_MTX:
+        elif mode == M_MTX:
             if c == 37:
                 data = False
         else:
@@ -172,16 +172,16 @@ def _parse_text(buf, pos0, mode, ncols, wkind, base, lim0, lim1, dedupe, store, 
                 while i < n and _is_ws(buf[i]):
                     i += 1
             elif c == 112 and sep:
-                status = _E_PLINE
+                status = E_PLINE
                 epos = i
                 eend = i + 1
                 ecol = 0
             else:
-                status = _E_LINE
+                status = E_LINE
                 epos = i
                 eend = i + 1
                 ecol = 0
-        if status != _OK:
+        if status != OK:
             eline = lines
             els = ls
             break
@@ -206,8 +206,8 @@ def _parse_text(buf, pos0, mode, ncols, wkind, base, lim0, lim1, dedupe, store, 
             if i >= n or buf[i] == 10:
                 break
             c = buf[i]
-            if c == 44 and mode == _M_EDGELIST:
-                status = _E_EMPTY
+            if c == 44 and mode == M_EDGELIST:
+                status = E_EMPTY
                 epos = i
                 eend = i + 1
                 break
@@ -232,7 +232,7 @@ def _parse_text(buf, pos0, mode, ncols, wkind, base, lim0, lim1, dedupe, store, 
                     else:
                         val = val * 10 + d
                     nd += 1
-                elif (_END_EDGELIST[c] if mode == _M_EDGELIST else _END_GR_MTX[c]):
+                elif (_END_EDGELIST[c] if mode == M_EDGELIST else _END_GR_MTX[c]):
                     break
                 else:
                     ok = False
@@ -246,13 +246,13 @@ def _parse_text(buf, pos0, mode, ncols, wkind, base, lim0, lim1, dedupe, store, 
             if neg:
                 val = -val
             if col >= ncols:
-                status = _E_MANY
+                status = E_MANY
                 epos = ts
                 eend = te
                 break
             if col < 2:
                 if not ok:
-                    status = _E_OVERFLOW if ovf else _E_TOKEN
+                    status = E_OVERFLOW if ovf else E_TOKEN
                     epos = ts
                     eend = te
                     break
@@ -264,11 +264,11 @@ def _parse_text(buf, pos0, mode, ncols, wkind, base, lim0, lim1, dedupe, store, 
                     v = val
                     vs = ts
                     ve = te
-            elif wkind != _W_NONE:
+            elif wkind != W_NONE:
                 if ok:
                     wv = val
-                elif wkind == _W_INT:
-                    status = _E_OVERFLOW if ovf else (_E_WINT if _is_float(buf, ts, te) else _E_TOKEN)
+                elif wkind == W_INT:
+                    status = E_OVERFLOW if ovf else (E_WINT if _is_float(buf, ts, te) else E_TOKEN)
                     epos = ts
                     eend = te
                     break
@@ -278,40 +278,40 @@ def _parse_text(buf, pos0, mode, ncols, wkind, base, lim0, lim1, dedupe, store, 
                     fte = te
                     wv = 0
                 else:
-                    status = _E_TOKEN
+                    status = E_TOKEN
                     epos = ts
                     eend = te
                     break
             col += 1
             while i < n and _is_ws(buf[i]):
                 i += 1
-            if mode == _M_EDGELIST and i < n and buf[i] == 44:
+            if mode == M_EDGELIST and i < n and buf[i] == 44:
                 i += 1
                 while i < n and _is_ws(buf[i]):
                     i += 1
                 if i >= n or buf[i] == 10 or buf[i] == 44:
-                    status = _E_EMPTY
+                    status = E_EMPTY
                     epos = i
                     eend = i + 1 if i < n else i
                     break
-        if status == _OK and col < ncols:
-            status = _E_FEW
+        if status == OK and col < ncols:
+            status = E_FEW
             epos = i
             eend = i
-        if status == _OK:
+        if status == OK:
             u -= base
             v -= base
             if u < 0 or (lim0 >= 0 and u >= lim0):
-                status = _E_LOW if u < 0 else _E_HIGH
+                status = E_LOW if u < 0 else E_HIGH
                 epos = us
                 eend = ue
                 col = 0
             elif v < 0 or (lim1 >= 0 and v >= lim1):
-                status = _E_LOW if v < 0 else _E_HIGH
+                status = E_LOW if v < 0 else E_HIGH
                 epos = vs
                 eend = ve
                 col = 1
-        if status != _OK:
+        if status != OK:
             eline = lines
             ecol = col
             els = ls
@@ -344,17 +344,17 @@ def _parse_text(buf, pos0, mode, ncols, wkind, base, lim0, lim1, dedupe, store, 
             i += 1
         i += 1
         lines += 1
-    st[_S_STATUS] = status
-    st[_S_ROWS] = rows
-    st[_S_RAW] = raw
-    st[_S_LINES] = lines
-    st[_S_NF] = nf
-    st[_S_FB] = fb
-    st[_S_NCK] = nck
-    st[_S_ELINE] = eline
-    st[_S_EPOS] = epos
-    st[_S_EEND] = eend
-    st[_S_ECOL] = ecol
-    st[_S_MAXID] = maxid
-    st[_S_NEXTCK] = nextck
-    st[_S_ELS] = els
+    st[S_STATUS] = status
+    st[S_ROWS] = rows
+    st[S_RAW] = raw
+    st[S_LINES] = lines
+    st[S_NF] = nf
+    st[S_FB] = fb
+    st[S_NCK] = nck
+    st[S_ELINE] = eline
+    st[S_EPOS] = epos
+    st[S_EEND] = eend
+    st[S_ECOL] = ecol
+    st[S_MAXID] = maxid
+    st[S_NEXTCK] = nextck
+    st[S_ELS] = els
