@@ -82,13 +82,14 @@ import gc
 import json
 import math
 import os
-import platform
 import statistics
 import sys
 import time
 import zlib
 
 import numpy as np
+
+from mst_dist.environment import gpu_info, loadavg, machine_info, versions
 
 __all__ = ["METHODS", "GPU_METHODS", "ALL_METHODS", "DEFAULT_TARGETS", "GPU_TARGETS",
            "BenchMismatch", "load_config", "validate_config", "run_bench", "format_report",
@@ -225,112 +226,6 @@ def validate_config(cfg, source="config"):
         raise _err(f"{source}: target values must be numbers ({exc})", key="targets") from None
     out["targets"] = {**DEFAULT_TARGETS, **GPU_TARGETS, **values,
                       "gpu_graph": None if gpu_graph is None else str(gpu_graph)}
-    return out
-
-
-# ---------------------------------------------------------------------------
-# machine and versions
-# ---------------------------------------------------------------------------
-
-def _cpu_model():
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-def machine_info():
-    info = {
-        "platform": platform.platform(),
-        "machine": platform.machine(),
-        "cpu_model": _cpu_model(),
-        "cpu_count": os.cpu_count(),
-        "python": platform.python_version(),
-        "hostname": platform.node(),
-    }
-    try:
-        info["cpu_affinity"] = len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover
-        pass
-    try:
-        import psutil
-
-        vm = psutil.virtual_memory()
-        info["memory_total_bytes"] = int(vm.total)
-        info["memory_available_bytes"] = int(vm.available)
-    except Exception:  # pragma: no cover - psutil missing
-        pass
-    try:
-        info["loadavg_start"] = _loadavg()
-    except OSError:  # pragma: no cover
-        pass
-    return info
-
-
-def _git_state():
-    """The commit of the checkout the package was imported from (and whether it had edits)."""
-    import subprocess
-
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    try:
-        head = subprocess.run(["git", "-C", root, "rev-parse", "HEAD"], capture_output=True,
-                              text=True, timeout=10)
-        if head.returncode != 0:
-            return {}
-        dirty = subprocess.run(["git", "-C", root, "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=10)
-        return {"git_commit": head.stdout.strip(), "git_dirty": bool(dirty.stdout.strip())}
-    except (OSError, subprocess.SubprocessError):
-        return {}
-
-
-def gpu_info():
-    """The CUDA devices CuPy sees (name, memory, compute capability), driver and runtime.
-
-    ``{}`` without CuPy or a device; never raises.
-    """
-    try:
-        import cupy
-
-        rt = cupy.cuda.runtime
-        devices = []
-        for i in range(rt.getDeviceCount()):
-            p = rt.getDeviceProperties(i)
-            name = p.get("name", b"?")
-            devices.append({"name": name.decode() if isinstance(name, bytes) else str(name),
-                            "memory_bytes": int(p.get("totalGlobalMem", 0)),
-                            "compute_capability": f"{p.get('major')}.{p.get('minor')}"})
-        return {"devices": devices, "driver_version": rt.driverGetVersion(),
-                "runtime_version": rt.runtimeGetVersion()}
-    except Exception:  # no CuPy, no driver, no device
-        return {}
-
-
-def versions(gpu=False):
-    out = {}
-    mods = ("mst_dist", "numpy", "numba", "dask", "distributed", "scipy", "rustworkx")
-    if gpu:
-        mods += ("cupy", "pylibcugraph", "dask_cuda")
-    for mod in mods:
-        try:
-            m = __import__(mod)
-            out[mod] = getattr(m, "__version__", "?")
-        except Exception:  # pragma: no cover - optional package missing
-            out[mod] = None
-    out.update(_git_state())
-    try:
-        import numba
-
-        from mst_dist.kernels import cpu  # noqa: F401  (sets the threading layer the engine uses)
-
-        out["numba_threads"] = numba.get_num_threads()
-        out["numba_threading_layer"] = numba.config.THREADING_LAYER
-    except Exception:  # pragma: no cover
-        pass
     return out
 
 
@@ -864,11 +759,11 @@ def _rss():
         return None
 
 
-def _loadavg():
-    try:
-        return [round(x, 2) for x in os.getloadavg()]
-    except OSError:  # pragma: no cover
-        return None
+def _versions(gpu):
+    """:func:`mst_dist.environment.versions` with Numba's threading layer as the engine sets it."""
+    from mst_dist.kernels import cpu  # noqa: F401  (sets the threading layer the engine uses)
+
+    return versions(gpu=gpu)
 
 
 def _time_cluster():
@@ -998,7 +893,7 @@ def run_bench(config, out_dir, *, repeat=None, only=None, methods=None, log=None
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "command": " ".join(sys.argv),
         "machine": machine_info(),
-        "versions": versions(gpu=bool(gpu_methods)),
+        "versions": _versions(gpu=bool(gpu_methods)),
         "config": cfg,
         "engine_settings": dict(zip(("light_factor", "min_degree"), _engine_settings())),
         "cluster": None,
@@ -1020,7 +915,7 @@ def run_bench(config, out_dir, *, repeat=None, only=None, methods=None, log=None
         report["gpu_cluster"] = None
 
     def write():
-        report["machine"]["loadavg_end"] = _loadavg()
+        report["machine"]["loadavg_end"] = loadavg()
         report["machine"]["peak_rss_bytes"] = _peak_rss()
         summary = summarise(report)
         report["summary"] = summary
@@ -1065,7 +960,7 @@ def run_bench(config, out_dir, *, repeat=None, only=None, methods=None, log=None
             del graph
             gres = {"name": gcfg["name"], "kind": kind, "params": gen, "seed": seed,
                     "n": n, "m": int(src.shape[0]), "generate_seconds": time.perf_counter() - t0,
-                    "loadavg_start": _loadavg(), "methods": {}}
+                    "loadavg_start": loadavg(), "methods": {}}
             log(f"   n={n:,} m={src.shape[0]:,} ({gres['generate_seconds']:.1f} s)")
             ctx["arrays"] = (np.ascontiguousarray(src, np.int64), np.ascontiguousarray(dst, np.int64),
                              np.ascontiguousarray(w), n)
@@ -1108,7 +1003,7 @@ def run_bench(config, out_dir, *, repeat=None, only=None, methods=None, log=None
             gc.collect()
             for xp in set(gpu_xp.values()):
                 _free_device_memory(xp)
-            gres["loadavg_end"] = _loadavg()
+            gres["loadavg_end"] = loadavg()
             problems = _check_agreement(gres)
             for p in problems:
                 log(f"   MISMATCH {gcfg['name']}: {p}")

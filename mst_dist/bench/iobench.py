@@ -27,9 +27,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import sys
 import time
+
+from mst_dist.environment import loadavg, machine_info
 
 
 FILES = [
@@ -163,24 +164,6 @@ def run(d, m, repeat=3, workers=2, log=print):
     return rows
 
 
-def machine():
-    info = {"python": platform.python_version(), "platform": platform.platform(),
-            "cpus": os.cpu_count()}
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    info["cpu"] = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    try:
-        info["loadavg_start"] = os.getloadavg()
-    except OSError:
-        pass
-    return info
-
-
 def table(rows):
     head = ("| input | MB | read() MB/s | load MB/s per worker | Medges/s per worker | "
             "cluster MB/s per worker |")
@@ -201,10 +184,10 @@ def main(argv=None):
     ap.add_argument("--workers", type=int, default=2, help="LocalCluster workers (0: none)")
     ap.add_argument("--out", help="write the results (JSON) here")
     args = ap.parse_args(argv)
-    info = machine()
+    info = machine_info()
     rows = run(args.dir, args.edges, args.repeat, args.workers,
                log=lambda s: print(s, file=sys.stderr))
-    info["loadavg_end"] = os.getloadavg()
+    info["loadavg_end"] = loadavg()
     print(table(rows))
     if args.out:
         with open(args.out, "w") as f:

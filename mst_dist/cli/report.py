@@ -14,28 +14,13 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
+
+from mst_dist.environment import versions
 
 __all__ = ["run_report", "cluster_shape", "versions", "write_report", "write_plot", "PLOT_FORMATS"]
 
 PLOT_FORMATS = (".html", ".png")
-
-
-def versions():
-    """Versions of Python and the packages a run depends on (optional ones where installed)."""
-    from importlib import metadata
-
-    from mst_dist import __version__
-
-    out = {"mst_dist": __version__, "python": sys.version.split()[0]}
-    for name in ("numpy", "numba", "dask", "distributed", "pyarrow", "bokeh", "dask-jobqueue",
-                 "dask-mpi", "dask-cuda", "cupy-cuda12x"):
-        try:
-            out[name.replace("-", "_")] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            pass
-    return out
 
 
 def cluster_shape(client, kind=None):

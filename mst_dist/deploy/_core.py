@@ -1,28 +1,14 @@
-"""What the cluster kinds share: the warm-up preload, optional imports, waiting for workers."""
+"""What the cluster kinds share: the warm-up preload and waiting for workers."""
 from __future__ import annotations
 
-import importlib
 import logging
 
-__all__ = ["WARMUP", "need", "wait_for_workers"]
+__all__ = ["WARMUP", "wait_for_workers"]
 
 logger = logging.getLogger("mst_dist")
 
 #: The worker preload that compiles the kernels at start (``dask worker --preload``).
 WARMUP = "mst_dist.engine.warmup"
-
-
-def need(module, extra, what):
-    """Import an optional dependency, or say which extra installs it.
-
-    Raises :class:`ImportError`: ``"<what> needs <package>, which is not
-    installed (...); install it with: pip install 'mst-dist[<extra>]'"``.
-    """
-    try:
-        return importlib.import_module(module)
-    except ImportError as e:
-        raise ImportError(f"{what} needs {module.split('.')[0].replace('_', '-')}, which is not installed "
-                          f"({e}); install it with: pip install 'mst-dist[{extra}]'") from None
 
 
 def wait_for_workers(client, cfg, what, n=1):

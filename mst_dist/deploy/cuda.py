@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import contextlib
 
-from mst_dist.deploy._core import WARMUP, need
+from mst_dist.deploy._core import WARMUP
+from mst_dist.environment import optional_import
 
 __all__ = ["local_cuda_cluster", "open_local_cuda"]
 
@@ -17,7 +18,7 @@ def local_cuda_cluster(cfg):
     preloads :mod:`mst_dist.engine.warmup`, which compiles the kernels as it starts.
     Without dask-cuda: an :class:`ImportError` saying ``pip install 'mst-dist[gpu]'``.
     """
-    dc = need("dask_cuda", "gpu", "cluster kind 'local-cuda'")
+    dc = optional_import("dask_cuda", extra="gpu", what="cluster kind 'local-cuda'")
     kw = {"threads_per_worker": cfg.get("threads_per_worker") or 1,
           "memory_limit": cfg.get("memory_limit", "auto"),
           "dashboard_address": cfg.get("dashboard_address"),

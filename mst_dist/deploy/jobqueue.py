@@ -12,7 +12,8 @@ from __future__ import annotations
 import contextlib
 import logging
 
-from mst_dist.deploy._core import WARMUP, need, wait_for_workers
+from mst_dist.deploy._core import WARMUP, wait_for_workers
+from mst_dist.environment import optional_import
 
 __all__ = ["JOBQUEUE_KEYS", "job_cluster", "open_jobqueue"]
 
@@ -27,7 +28,7 @@ JOBQUEUE_KEYS = ("cores", "memory", "processes", "queue", "account", "walltime",
 def job_cluster(cfg):
     """The dask-jobqueue cluster of a ``slurm`` or ``pbs`` section (scheduler started, no jobs yet)."""
     kind = cfg["kind"]
-    jq = need("dask_jobqueue", "hpc", f"cluster kind {kind!r}")
+    jq = optional_import("dask_jobqueue", extra="hpc", what=f"cluster kind {kind!r}")
     cls = {"slurm": jq.SLURMCluster, "pbs": jq.PBSCluster}[kind]
     kw = {k: cfg[k] for k in JOBQUEUE_KEYS if cfg.get(k) is not None}
     if cfg.get("warmup"):

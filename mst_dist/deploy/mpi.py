@@ -10,7 +10,8 @@ from __future__ import annotations
 import contextlib
 import logging
 
-from mst_dist.deploy._core import WARMUP, need, wait_for_workers
+from mst_dist.deploy._core import WARMUP, wait_for_workers
+from mst_dist.environment import optional_import
 
 __all__ = ["mpi_client", "open_mpi"]
 
@@ -23,9 +24,9 @@ def mpi_client(cfg, comm=None):
     On ranks other than 1 this returns only once the cluster has shut down
     (``close()`` on rank 1 sends the shutdown).
     """
-    dm = need("dask_mpi", "hpc", "cluster kind 'mpi'")
+    dm = optional_import("dask_mpi", extra="hpc", what="cluster kind 'mpi'")
     if comm is None:
-        comm = need("mpi4py.MPI", "hpc", "cluster kind 'mpi'").COMM_WORLD
+        comm = optional_import("mpi4py.MPI", extra="hpc", what="cluster kind 'mpi'").COMM_WORLD
     if comm.Get_size() < 3:
         from mst_dist.config import ConfigError
 

@@ -15,19 +15,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from mst_dist.environment import optional_import
 from mst_dist.graph import FunctionSource, Graph, InvalidGraphError, check_edges
 
 __all__ = ["from_networkx", "from_scipy", "from_pandas", "from_dask_dataframe",
            "to_networkx", "to_scipy", "to_pandas"]
-
-
-def _need(module, package=None):
-    import importlib
-
-    try:
-        return importlib.import_module(module)
-    except ImportError:
-        raise ImportError(f"this needs {package or module}: pip install {package or module}") from None
 
 
 # ---------------------------------------------------------------------------
@@ -67,7 +59,7 @@ def from_networkx(G, weight="weight", default=1, *, nodelist=None, name=None):
     >>> sorted(res.to_networkx(nodes=g.meta["nodes"]).edges(data="weight"))
     [('a', 'c', 2), ('b', 'c', 1)]
     """
-    _need("networkx")
+    optional_import("networkx")
     if G.is_directed():
         raise InvalidGraphError("a directed networkx graph; mst-dist's graphs are undirected: "
                                 "pass G.to_undirected() (or an undirected copy you build)")
@@ -112,7 +104,7 @@ def to_networkx(result, *, nodes=None):
     Edges carry ``weight`` and ``edge_id`` attributes.  ``nodes`` (e.g. a
     graph's ``meta["nodes"]``) maps vertex ``i`` to ``nodes[i]``.
     """
-    nx = _need("networkx")
+    nx = optional_import("networkx")
     T = nx.Graph()
     n = int(result.n_vertices)
     if nodes is not None and len(nodes) != n:
@@ -175,7 +167,7 @@ def from_scipy(A, *, keep_zeros=False, symmetric="auto", name=None):
     >>> mst_dist.Graph.from_scipy(A, keep_zeros=True).to_arrays()
     (array([0, 0]), array([1, 2]), array([3, 0]))
     """
-    sp = _need("scipy.sparse", "scipy")
+    sp = optional_import("scipy.sparse")
     if not sp.issparse(A):
         raise TypeError(f"from_scipy takes a scipy.sparse matrix or array, got {type(A).__name__}; "
                         f"for dense arrays use scipy.sparse.csr_array(a) (zeros are then no edge)")
@@ -212,7 +204,7 @@ def to_scipy(result, *, symmetric=False, format="csr"):
     ``A.nnz``/the sparsity structure, not the values).  ``format``: any SciPy
     sparse format name (``"csr"``, ``"csc"``, ``"coo"``).
     """
-    sp = _need("scipy.sparse", "scipy")
+    sp = optional_import("scipy.sparse")
     n = int(result.n_vertices)
     s = np.asarray(result.src, dtype=np.int64)
     d = np.asarray(result.dst, dtype=np.int64)
@@ -248,7 +240,7 @@ def from_pandas(df, src="src", dst="dst", weight=_DEFAULT, *, n_vertices=None, n
     as they are (no copy for numeric columns without nulls); validated like
     :meth:`Graph.from_arrays`.
     """
-    _need("pandas")
+    optional_import("pandas")
     explicit = weight is not _DEFAULT
     weight = "weight" if weight is _DEFAULT else weight
     wcol = _columns(df.columns, src, dst, weight, explicit)
@@ -315,7 +307,7 @@ def from_dask_dataframe(ddf, src="src", dst="dst", weight=_DEFAULT, *, n_vertice
     floating ones.  Partitions are kept whole (one chunk each, at least): the
     frame's partitioning is the chunking.
     """
-    _need("dask.dataframe", "dask[dataframe]")
+    optional_import("dask.dataframe", package="dask[dataframe]")
     import dask
 
     explicit = weight is not _DEFAULT
@@ -370,7 +362,7 @@ def from_dask_dataframe(ddf, src="src", dst="dst", weight=_DEFAULT, *, n_vertice
 
 def to_pandas(result):
     """The forest as a pandas DataFrame: ``edge_id, src, dst, weight``."""
-    pd = _need("pandas")
+    pd = optional_import("pandas")
     return pd.DataFrame({"edge_id": np.asarray(result.edge_ids, dtype=np.int64),
                          "src": np.asarray(result.src), "dst": np.asarray(result.dst),
                          "weight": np.asarray(result.weight)})
