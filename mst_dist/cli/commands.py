@@ -1,4 +1,4 @@
-"""The ``mst-dist`` command line.
+"""The ``mst-dist`` commands (``run``, ``submit``, ``generate``, ``job-script``) and :func:`main`.
 
 ``mst-dist run CONFIG`` runs a run config (YAML, see ``configs/``);
 ``mst-dist run --generate KIND --scale 20 ...`` runs a generated graph without
@@ -19,257 +19,17 @@ and a one-line error.
 """
 from __future__ import annotations
 
-import argparse
 import logging
 import os
 import sys
 import time
 
-__all__ = ["main", "build_parser", "run_config_from_args", "build_graph", "make_client", "report",
-           "print_summary"]
+from mst_dist.cli.parser import build_parser, generator_params, run_config_from_args
+from mst_dist.cli.summary import print_summary
+
+__all__ = ["main", "build_parser", "run_config_from_args", "build_graph", "make_client", "print_summary"]
 
 logger = logging.getLogger("mst_dist.cli")
-
-#: Generator parameters the command line takes: flag dest -> (parameter, type, help).
-_GEN_FLAGS = {
-    "scale": ("scale", int, "rmat: log2 of the number of vertices"),
-    "edge_factor": ("edge_factor", int, "rmat: edges per vertex (default 16)"),
-    "n": ("n", int, "erdos_renyi, gnp, circulant, random_geometric, ssca2: number of vertices"),
-    "m": ("m", int, "erdos_renyi: number of edges"),
-    "p": ("p", float, "gnp: edge probability"),
-    "d": ("d", int, "circulant: neighbours per side; hypercube: dimension"),
-    "rows": ("rows", int, "grid: rows"),
-    "cols": ("cols", int, "grid: columns"),
-    "g": ("g", int, "caveman, connected_caveman: number of cliques"),
-    "k": ("k", int, "caveman, connected_caveman: clique size"),
-    "radius": ("radius", float, "random_geometric: connection radius in the unit square"),
-    "max_clique": ("max_clique", int, "ssca2: largest clique (default n ** (1/3))"),
-    "inter": ("inter", int, "ssca2: inter-clique edges per vertex (default 1)"),
-    "seed": ("seed", int, "generator seed (default 0)"),
-    "weights": ("weights", str, "generated weights: int or float (default int)"),
-    "wmin": ("wmin", float, "smallest generated weight (default 1)"),
-    "wmax": ("wmax", float, "largest generated weight (default 1000)"),
-}
-
-
-def _local_finish(text):
-    if text == "auto":
-        return text
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected 'auto' or an integer, got {text!r}") from None
-
-
-def _number(text):
-    """An int when the text is one (so integer weights stay integers), else a float."""
-    try:
-        return int(text)
-    except ValueError:
-        return float(text)
-
-
-def _add_run_arguments(r, submit=False):
-    r.add_argument("config", nargs="?", metavar="CONFIG", help="run config (YAML), see configs/")
-
-    g = r.add_argument_group("graph (a file or a generated graph; overrides the config's graph)")
-    g.add_argument("--input", metavar="PATH",
-                   help="read the graph from a file, a glob or a directory (edge list, .gr, .mtx, "
-                        ".npz, npy directory, .egr, Parquet; see mst_dist.read)")
-    g.add_argument("--input-format", metavar="FORMAT",
-                   help="the input's format (default: from its name): edgelist, gr, mtx, npz, npy, "
-                        "egr, parquet")
-    g.add_argument("--generate", metavar="KIND",
-                   help="generator: erdos_renyi, gnp, circulant, grid, hypercube, caveman, "
-                        "connected_caveman, rmat, random_geometric, ssca2")
-    for dest, (_, typ, helptext) in _GEN_FLAGS.items():
-        flag = "--" + dest.replace("_", "-")
-        if dest in ("wmin", "wmax"):
-            typ = _number
-        g.add_argument(flag, dest=dest, type=typ, default=None, metavar=dest.upper(), help=helptext)
-
-    e = r.add_argument_group("engine")
-    e.add_argument("--partitions", type=int, metavar="P", help="edge chunks (default: auto)")
-    e.add_argument("--local-finish", type=_local_finish, metavar="EDGES",
-                   help="finish in one task below this many edges ('auto' or an integer)")
-    e.add_argument("--backend", choices=("cpu", "auto", "gpu"),
-                   help="compute backend: auto (CuPy kernels on the GPU workers, Numba on the others; "
-                        "the default), cpu (Numba everywhere) or gpu (CuPy on GPU workers: needs "
-                        "workers with resources GPU=1 and pip install 'mst-dist[gpu]')")
-
-    o = r.add_argument_group("output")
-    o.add_argument("-o", "--output", metavar="PATH",
-                   help="write the forest (edge_id, src, dst, weight) to a .parquet, .csv or .npz")
-    o.add_argument("--format", choices=("parquet", "csv", "npz"),
-                   help="output format (default: from the extension)")
-
-    c = r.add_argument_group("cluster")
-    if submit:
-        c.add_argument("--scheduler", metavar="ADDRESS",
-                       help="the running scheduler (tcp://host:8786); default: the config's "
-                            "cluster.address")
-    else:
-        c.add_argument("--workers", type=int, metavar="W", help="local cluster: number of workers")
-        c.add_argument("--threads", type=int, metavar="T", help="local cluster: threads per worker")
-        c.add_argument("--processes", action=argparse.BooleanOptionalAction, default=None,
-                       help="local cluster: workers as processes (default: threads of this process)")
-        c.add_argument("--scheduler", metavar="ADDRESS",
-                       help="connect to a running scheduler (tcp://host:8786) instead of a local cluster")
-        c.add_argument("--mpi", action="store_true",
-                       help="run on the ranks of this MPI job (mpirun -n 4 mst-dist run --mpi CONFIG): "
-                            "rank 0 the scheduler, rank 1 the run, the others workers (dask-mpi)")
-
-    d = r.add_argument_group("report")
-    d.add_argument("--json", action="store_true",
-                   help="print the JSON run report (config, versions, cluster, stats, timings, "
-                        "summary) instead of tables")
-    d.add_argument("--report", metavar="PATH", help="write the JSON run report to PATH")
-    d.add_argument("--plot", metavar="PATH",
-                   help="draw the rounds to PATH: .html (standalone) or .png (needs chromium)")
-    d.add_argument("-q", "--quiet", action="store_true", help="no progress or info logs")
-    d.add_argument("-v", "--verbose", action="store_true", help="debug logs, Dask's logs too")
-
-
-def build_parser():
-    p = argparse.ArgumentParser(
-        prog="mst-dist",
-        description="Minimum spanning forests of very large graphs on a Dask cluster.",
-    )
-    p.add_argument("--version", action="store_true", help="print the version and exit")
-    sub = p.add_subparsers(dest="command", metavar="COMMAND")
-
-    r = sub.add_parser(
-        "run",
-        help="compute a minimum spanning forest",
-        description="Compute the minimum spanning forest of a run config's graph, or of a "
-                    "generated one (--generate). Flags override the config's keys.",
-    )
-    _add_run_arguments(r)
-
-    s = sub.add_parser(
-        "submit",
-        help="compute a minimum spanning forest on a running cluster",
-        description="Run a run config on a Dask cluster that is already up (--scheduler "
-                    "tcp://HOST:8786, or the config's cluster.address). Input files are read by "
-                    "the cluster's workers: give paths they can see.",
-    )
-    _add_run_arguments(s, submit=True)
-
-    gn = sub.add_parser(
-        "generate",
-        help="write a generated graph to a file",
-        description="Generate a graph (chunk by chunk) and write it in any format mst_dist.read "
-                    "reads: mst-dist generate rmat --scale 20 -o g.parquet. The format comes "
-                    "from the extension (.txt .csv .gr .mtx .npz .egr .parquet; a name without "
-                    "extension or ending in / is a directory of Parquet part files).",
-    )
-    gn.add_argument("kind", metavar="KIND",
-                    help="erdos_renyi, gnp, circulant, grid, hypercube, caveman, connected_caveman, "
-                         "rmat, random_geometric, ssca2")
-    for dest, (_, typ, helptext) in _GEN_FLAGS.items():
-        gn.add_argument("--" + dest.replace("_", "-"), dest=dest, default=None, metavar=dest.upper(),
-                        type=_number if dest in ("wmin", "wmax") else typ, help=helptext)
-    gn.add_argument("-o", "--output", required=True, metavar="PATH", help="the file or directory to write")
-    gn.add_argument("--format", metavar="FORMAT",
-                    help="edgelist, csv, gr, mtx, npz, npy, egr, parquet (default: from the name)")
-    gn.add_argument("--both-directions", action="store_true",
-                    help="gr: write every edge as two arcs, as the DIMACS road networks do")
-    gn.add_argument("--scheduler", metavar="ADDRESS",
-                    help="generate on the workers of a running scheduler (tcp://host:8786)")
-    gn.add_argument("-q", "--quiet", action="store_true", help="no info logs")
-    gn.add_argument("-v", "--verbose", action="store_true", help="debug logs")
-
-    j = sub.add_parser(
-        "job-script",
-        help="print the batch script a slurm or pbs run config would submit",
-        description="Render the job script dask-jobqueue would submit for a run config whose "
-                    "cluster.kind is slurm or pbs (nothing is submitted).",
-    )
-    j.add_argument("config", metavar="CONFIG", help="run config (YAML) with cluster.kind slurm or pbs")
-
-    from mst_dist.bench import build_parser as _bench_parser
-
-    b = sub.add_parser(
-        "bench",
-        help="benchmark the engine against scipy and rustworkx",
-        description="Run a benchmark config (configs/bench-cpu.yaml): the engine on its embedded "
-                    "default, its kernels without Dask, scipy and rustworkx, side by side in this "
-                    "process; writes bench.json and bench.md.",
-    )
-    _bench_parser(b)
-    return p
-
-
-def run_config_from_args(args):
-    """The validated run config: the config file's keys, overridden by the flags.
-
-    For ``submit`` the cluster must be an address (``--scheduler`` or the
-    config's), and input paths are checked on the workers, not here.
-    """
-    from mst_dist.cli import runconfig
-    from mst_dist.config import ConfigError
-
-    submit = getattr(args, "command", None) == "submit"
-
-    raw = runconfig.read_run_config(args.config) if args.config else {}
-    raw = dict(raw)
-    gen_params = {param: getattr(args, dest) for dest, (param, _, _) in _GEN_FLAGS.items()
-                  if getattr(args, dest) is not None}
-    if args.input is not None:
-        if args.generate is not None or gen_params:
-            raise ConfigError("--input and --generate (or generator flags): give one graph")
-        raw["graph"] = {"input": args.input}
-    elif args.generate is not None:
-        raw["graph"] = {"generate": {"kind": args.generate, **gen_params}}
-    elif gen_params:
-        graph = raw.get("graph")
-        if not (isinstance(graph, dict) and isinstance(graph.get("generate"), dict)):
-            flags = ", ".join("--" + k.replace("_", "-") for k in gen_params)
-            raise ConfigError(f"{flags}: only with a generated graph (--generate KIND, "
-                              f"or a config with graph.generate)")
-        raw["graph"] = {"generate": {**graph["generate"], **gen_params}}
-    elif "graph" not in raw:
-        raise ConfigError("no graph: give a run config (mst-dist run CONFIG), an input "
-                          "(mst-dist run --input PATH) or a generator "
-                          "(mst-dist run --generate KIND ...)")
-    if args.input_format is not None:
-        graph = raw.get("graph")
-        if not (isinstance(graph, dict) and "input" in graph):
-            raise ConfigError("--input-format: only with an input file (--input PATH, or a "
-                              "config with graph.input)")
-        raw["graph"] = {**graph, "format": args.input_format}
-    for key, value in (("partitions", args.partitions), ("local_finish", args.local_finish),
-                       ("backend", args.backend)):
-        if value is not None:
-            raw[key] = value
-    if args.output is not None:
-        raw["output"] = {"path": args.output}
-    if args.format is not None:
-        if not isinstance(raw.get("output"), dict):
-            raise ConfigError("--format: only with an output (--output PATH)")
-        raw["output"] = {**raw["output"], "format": args.format}
-    if args.scheduler is not None:
-        raw["cluster"] = {"kind": "address", "address": args.scheduler}
-    if getattr(args, "mpi", False):
-        if args.scheduler is not None:
-            raise ConfigError("--mpi and --scheduler: give one (--mpi starts its own scheduler)")
-        cluster = raw.get("cluster") if isinstance(raw.get("cluster"), dict) else {}
-        raw["cluster"] = cluster if cluster.get("kind") == "mpi" else {"kind": "mpi"}
-    local = {k: v for k, v in (("n_workers", getattr(args, "workers", None)),
-                               ("threads_per_worker", getattr(args, "threads", None)),
-                               ("processes", getattr(args, "processes", None))) if v is not None}
-    if local:
-        cluster = raw.get("cluster") if isinstance(raw.get("cluster"), dict) else {}
-        raw["cluster"] = {**cluster, **local}
-    if submit:
-        cluster = raw.get("cluster") if isinstance(raw.get("cluster"), dict) else {}
-        if cluster.get("kind") != "address":
-            raise ConfigError("submit runs on a cluster that is already up: give its scheduler "
-                              "(mst-dist submit --scheduler tcp://HOST:8786 CONFIG) or set "
-                              "cluster.kind: address and cluster.address in the config",
-                              key="cluster.kind")
-        return runconfig.validate_run_config(raw, source=args.config, check_paths=False)
-    return runconfig.validate_run_config(raw, source=args.config)
 
 
 def build_graph(cfg):
@@ -356,98 +116,6 @@ def _progress(event):
     logger.info("round %s %-6s %12s components %14s edges  (%.2fs)",
                 event.get("round"), event.get("phase"), f"{event.get('components', 0):,}",
                 f"{event.get('edges', 0):,}", event.get("elapsed", 0.0))
-
-
-def _versions():
-    from mst_dist.cli.report import versions
-
-    return versions()
-
-
-def report(cfg, result, wall_seconds, output=None, cluster=None):
-    """The JSON run report of a run (a dict); see :func:`mst_dist.cli.report.run_report`."""
-    from mst_dist.cli.report import run_report
-
-    return run_report(cfg, result, wall_seconds, output, cluster)
-
-
-def _seconds(s):
-    return f"{s:.3f}"
-
-
-def print_summary(result, wall_seconds, output=None, console=None):
-    """The run's summary and per-round table, with rich."""
-    from dask.utils import format_bytes
-    from rich.console import Console
-    from rich.table import Table
-
-    from mst_dist.result import PHASES
-
-    if console is None:
-        console = Console()
-        if not console.is_terminal:
-            console = Console(width=200)  # a file or a pipe: don't fold the table
-    s = result.summary()
-    st = result.stats
-    head = Table.grid(padding=(0, 2))
-    head.add_column(style="bold")
-    head.add_column(justify="right")
-    rows = [
-        ("vertices", f"{s['vertices']:,}"),
-        ("edges", f"{s['edges']:,}"),
-        ("forest edges", f"{s['forest_edges']:,}"),
-        ("total weight", f"{s['total_weight']:,}" if isinstance(s["total_weight"], int)
-         else repr(s["total_weight"])),
-        ("components", f"{s['components']:,}"),
-        ("rounds", f"{s['rounds']}"),
-        ("engine time", f"{st.total_seconds:.3f} s (setup {st.setup_seconds:.3f}, "
-                        f"rounds {st.solve_seconds:.3f}, finish {st.finish_seconds:.3f})"),
-        ("wall time", f"{wall_seconds:.3f} s"),
-        ("cluster", f"{st.workers} worker(s), {st.threads} thread(s), {st.partitions} partition(s)"),
-        ("kernels", {"cpu": "CPU (Numba)", "gpu": "GPU (CuPy)", "mixed": "CPU (Numba) and GPU (CuPy)"}
-         .get(st.backend, st.backend)),
-    ]
-    device = bool(st.h2d_bytes or st.d2h_bytes)
-    if device:
-        rows.append(("host ↔ device", f"{format_bytes(st.h2d_bytes)} to, {format_bytes(st.d2h_bytes)} from "
-                                      "the GPUs"))
-    for w, p in sorted(st.placement.items()):
-        rows.append((f"chunks on {w}", f"{p['chunks']} ({p['edges']:,} edges), {p['kind'].upper()}, "
-                                       f"throughput {p['throughput']:,.3g}"))
-    if output:
-        rows.append(("forest written to", output))
-    for k, v in rows:
-        head.add_row(k, v)
-    console.print(head)
-
-    t = Table(title="rounds", title_justify="left", show_edge=False, header_style="bold")
-    for col in ("round", "mode", "components", "edges", "forest"):
-        t.add_column(col, justify="left" if col == "mode" else "right")
-    for p in PHASES:
-        t.add_column(f"{p} s", justify="right")
-    for col in ("wall s", "overhead s", "moved") + (("to GPU", "from GPU") if device else ()):
-        t.add_column(col, justify="right")
-    for r in st.rounds:
-        ps = r.phase_seconds
-        t.add_row(
-            str(r.round), r.mode,
-            f"{r.components_before:,} → {r.components_after:,}",
-            f"{r.edges_before:,} → {r.edges_after:,}",
-            f"{r.forest_edges:,}",
-            *[_seconds(ps[p]) if p in ps else "-" for p in PHASES],
-            _seconds(r.wall_seconds),
-            _seconds(r.wall_seconds - sum(ps.values())),
-            format_bytes(r.bytes_moved),
-            *((format_bytes(r.h2d_bytes), format_bytes(r.d2h_bytes)) if device else ()),
-        )
-    tot = st.phase_totals()
-    t.add_section()
-    t.add_row("total", "", "", "", f"{s['forest_edges']:,}",
-              *[_seconds(tot.get(p, 0.0)) for p in PHASES],
-              _seconds(sum(r.wall_seconds for r in st.rounds)), _seconds(st.overhead_seconds),
-              format_bytes(st.bytes_moved),
-              *((format_bytes(st.h2d_bytes), format_bytes(st.d2h_bytes)) if device else ()))
-    console.print(t)
 
 
 def _setup_logging(quiet, verbose, console=None):
@@ -579,9 +247,7 @@ def _generate(args):
     from mst_dist.config import ConfigError
     from mst_dist.io.writers import write_graph
 
-    params = {param: getattr(args, dest) for dest, (param, _, _) in _GEN_FLAGS.items()
-              if getattr(args, dest) is not None}
-    cfg = validate_run_config({"graph": {"generate": {"kind": args.kind, **params}}})
+    cfg = validate_run_config({"graph": {"generate": {"kind": args.kind, **generator_params(args)}}})
     opts = {"both_directions": True} if args.both_directions else {}
     client = None
     if args.scheduler is not None:

@@ -27,26 +27,18 @@ def cluster_shape(client, kind=None):
     """The cluster a run used: scheduler, dashboard and each worker's threads, memory, resources."""
     if client is None:
         return {"kind": kind}
-    info = client.scheduler_info(n_workers=-1) if _takes_n_workers(client) else client.scheduler_info()
+    from mst_dist.engine.cluster_info import scheduler_workers
+
     workers = []
-    for addr, w in sorted(info.get("workers", {}).items()):
+    for addr, w in sorted(scheduler_workers(client).items()):
         workers.append({"address": addr, "name": str(w.get("name")), "nthreads": w.get("nthreads"),
                         "memory_limit": w.get("memory_limit"), "resources": w.get("resources") or {},
                         "host": w.get("host")})
     from mst_dist.diagnostics.dashboard import dashboard_link
 
-    return {"kind": kind, "scheduler": info.get("address"), "dashboard": dashboard_link(client),
+    return {"kind": kind, "scheduler": client.scheduler.address, "dashboard": dashboard_link(client),
             "n_workers": len(workers), "threads": sum(w["nthreads"] or 0 for w in workers),
             "workers": workers}
-
-
-def _takes_n_workers(client):
-    import inspect
-
-    try:
-        return "n_workers" in inspect.signature(client.scheduler_info).parameters
-    except (TypeError, ValueError):  # pragma: no cover
-        return False
 
 
 def run_report(cfg, result, wall_seconds, output=None, cluster=None):

@@ -1,0 +1,269 @@
+"""The ``mst-dist`` arguments, and the run config they describe.
+
+:func:`build_parser` is the parser of every command; :func:`run_config_from_args`
+turns the arguments of ``run`` and ``submit`` into a validated run config (the
+config file's keys, overridden by the flags).
+"""
+from __future__ import annotations
+
+import argparse
+
+from mst_dist.cli.runconfig import BACKENDS
+
+__all__ = ["build_parser", "run_config_from_args", "generator_params"]
+
+# --------------------------------------------------------------------------
+# Generator flags (--generate KIND, mst-dist generate KIND)
+# --------------------------------------------------------------------------
+
+#: Generator parameters the command line takes: flag dest -> (parameter, type, help).
+_GEN_FLAGS = {
+    "scale": ("scale", int, "rmat: log2 of the number of vertices"),
+    "edge_factor": ("edge_factor", int, "rmat: edges per vertex (default 16)"),
+    "n": ("n", int, "erdos_renyi, gnp, circulant, random_geometric, ssca2: number of vertices"),
+    "m": ("m", int, "erdos_renyi: number of edges"),
+    "p": ("p", float, "gnp: edge probability"),
+    "d": ("d", int, "circulant: neighbours per side; hypercube: dimension"),
+    "rows": ("rows", int, "grid: rows"),
+    "cols": ("cols", int, "grid: columns"),
+    "g": ("g", int, "caveman, connected_caveman: number of cliques"),
+    "k": ("k", int, "caveman, connected_caveman: clique size"),
+    "radius": ("radius", float, "random_geometric: connection radius in the unit square"),
+    "max_clique": ("max_clique", int, "ssca2: largest clique (default n ** (1/3))"),
+    "inter": ("inter", int, "ssca2: inter-clique edges per vertex (default 1)"),
+    "seed": ("seed", int, "generator seed (default 0)"),
+    "weights": ("weights", str, "generated weights: int or float (default int)"),
+    "wmin": ("wmin", float, "smallest generated weight (default 1)"),
+    "wmax": ("wmax", float, "largest generated weight (default 1000)"),
+}
+
+
+def _number(text):
+    """An int when the text is one (so integer weights stay integers), else a float."""
+    try:
+        return int(text)
+    except ValueError:
+        return float(text)
+
+
+def _add_generator_arguments(group):
+    """The generator's parameters as flags (``--scale``, ``--n``, ``--seed``, ...), all unset by default."""
+    for dest, (_, typ, helptext) in _GEN_FLAGS.items():
+        group.add_argument("--" + dest.replace("_", "-"), dest=dest, default=None, metavar=dest.upper(),
+                           type=_number if dest in ("wmin", "wmax") else typ, help=helptext)
+
+
+def generator_params(args):
+    """The generator parameters the flags gave: ``{parameter: value}``, unset ones left out."""
+    return {param: getattr(args, dest) for dest, (param, _, _) in _GEN_FLAGS.items()
+            if getattr(args, dest) is not None}
+
+
+# --------------------------------------------------------------------------
+# The parser
+# --------------------------------------------------------------------------
+
+def _local_finish(text):
+    if text == "auto":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected 'auto' or an integer, got {text!r}") from None
+
+
+def _add_run_arguments(r, submit=False):
+    r.add_argument("config", nargs="?", metavar="CONFIG", help="run config (YAML), see configs/")
+
+    g = r.add_argument_group("graph (a file or a generated graph; overrides the config's graph)")
+    g.add_argument("--input", metavar="PATH",
+                   help="read the graph from a file, a glob or a directory (edge list, .gr, .mtx, "
+                        ".npz, npy directory, .egr, Parquet; see mst_dist.read)")
+    g.add_argument("--input-format", metavar="FORMAT",
+                   help="the input's format (default: from its name): edgelist, gr, mtx, npz, npy, "
+                        "egr, parquet")
+    g.add_argument("--generate", metavar="KIND",
+                   help="generator: erdos_renyi, gnp, circulant, grid, hypercube, caveman, "
+                        "connected_caveman, rmat, random_geometric, ssca2")
+    _add_generator_arguments(g)
+
+    e = r.add_argument_group("engine")
+    e.add_argument("--partitions", type=int, metavar="P", help="edge chunks (default: auto)")
+    e.add_argument("--local-finish", type=_local_finish, metavar="EDGES",
+                   help="finish in one task below this many edges ('auto' or an integer)")
+    e.add_argument("--backend", choices=BACKENDS,
+                   help="compute backend: auto (CuPy kernels on the GPU workers, Numba on the others; "
+                        "the default), cpu (Numba everywhere) or gpu (CuPy on GPU workers: needs "
+                        "workers with resources GPU=1 and pip install 'mst-dist[gpu]')")
+
+    o = r.add_argument_group("output")
+    o.add_argument("-o", "--output", metavar="PATH",
+                   help="write the forest (edge_id, src, dst, weight) to a .parquet, .csv or .npz")
+    o.add_argument("--format", choices=("parquet", "csv", "npz"),
+                   help="output format (default: from the extension)")
+
+    c = r.add_argument_group("cluster")
+    if submit:
+        c.add_argument("--scheduler", metavar="ADDRESS",
+                       help="the running scheduler (tcp://host:8786); default: the config's "
+                            "cluster.address")
+    else:
+        c.add_argument("--workers", type=int, metavar="W", help="local cluster: number of workers")
+        c.add_argument("--threads", type=int, metavar="T", help="local cluster: threads per worker")
+        c.add_argument("--processes", action=argparse.BooleanOptionalAction, default=None,
+                       help="local cluster: workers as processes (default: threads of this process)")
+        c.add_argument("--scheduler", metavar="ADDRESS",
+                       help="connect to a running scheduler (tcp://host:8786) instead of a local cluster")
+        c.add_argument("--mpi", action="store_true",
+                       help="run on the ranks of this MPI job (mpirun -n 4 mst-dist run --mpi CONFIG): "
+                            "rank 0 the scheduler, rank 1 the run, the others workers (dask-mpi)")
+
+    d = r.add_argument_group("report")
+    d.add_argument("--json", action="store_true",
+                   help="print the JSON run report (config, versions, cluster, stats, timings, "
+                        "summary) instead of tables")
+    d.add_argument("--report", metavar="PATH", help="write the JSON run report to PATH")
+    d.add_argument("--plot", metavar="PATH",
+                   help="draw the rounds to PATH: .html (standalone) or .png (needs chromium)")
+    d.add_argument("-q", "--quiet", action="store_true", help="no progress or info logs")
+    d.add_argument("-v", "--verbose", action="store_true", help="debug logs, Dask's logs too")
+
+
+def build_parser():
+    """The ``mst-dist`` argument parser: ``run``, ``submit``, ``generate``, ``job-script``, ``bench``."""
+    p = argparse.ArgumentParser(
+        prog="mst-dist",
+        description="Minimum spanning forests of very large graphs on a Dask cluster.",
+    )
+    p.add_argument("--version", action="store_true", help="print the version and exit")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    r = sub.add_parser(
+        "run",
+        help="compute a minimum spanning forest",
+        description="Compute the minimum spanning forest of a run config's graph, or of a "
+                    "generated one (--generate). Flags override the config's keys.",
+    )
+    _add_run_arguments(r)
+
+    s = sub.add_parser(
+        "submit",
+        help="compute a minimum spanning forest on a running cluster",
+        description="Run a run config on a Dask cluster that is already up (--scheduler "
+                    "tcp://HOST:8786, or the config's cluster.address). Input files are read by "
+                    "the cluster's workers: give paths they can see.",
+    )
+    _add_run_arguments(s, submit=True)
+
+    gn = sub.add_parser(
+        "generate",
+        help="write a generated graph to a file",
+        description="Generate a graph (chunk by chunk) and write it in any format mst_dist.read "
+                    "reads: mst-dist generate rmat --scale 20 -o g.parquet. The format comes "
+                    "from the extension (.txt .csv .gr .mtx .npz .egr .parquet; a name without "
+                    "extension or ending in / is a directory of Parquet part files).",
+    )
+    gn.add_argument("kind", metavar="KIND",
+                    help="erdos_renyi, gnp, circulant, grid, hypercube, caveman, connected_caveman, "
+                         "rmat, random_geometric, ssca2")
+    _add_generator_arguments(gn)
+    gn.add_argument("-o", "--output", required=True, metavar="PATH", help="the file or directory to write")
+    gn.add_argument("--format", metavar="FORMAT",
+                    help="edgelist, csv, gr, mtx, npz, npy, egr, parquet (default: from the name)")
+    gn.add_argument("--both-directions", action="store_true",
+                    help="gr: write every edge as two arcs, as the DIMACS road networks do")
+    gn.add_argument("--scheduler", metavar="ADDRESS",
+                    help="generate on the workers of a running scheduler (tcp://host:8786)")
+    gn.add_argument("-q", "--quiet", action="store_true", help="no info logs")
+    gn.add_argument("-v", "--verbose", action="store_true", help="debug logs")
+
+    j = sub.add_parser(
+        "job-script",
+        help="print the batch script a slurm or pbs run config would submit",
+        description="Render the job script dask-jobqueue would submit for a run config whose "
+                    "cluster.kind is slurm or pbs (nothing is submitted).",
+    )
+    j.add_argument("config", metavar="CONFIG", help="run config (YAML) with cluster.kind slurm or pbs")
+
+    from mst_dist.bench import build_parser as _bench_parser
+
+    b = sub.add_parser(
+        "bench",
+        help="benchmark the engine against scipy and rustworkx",
+        description="Run a benchmark config (configs/bench-cpu.yaml): the engine on its embedded "
+                    "default, its kernels without Dask, scipy and rustworkx, side by side in this "
+                    "process; writes bench.json and bench.md.",
+    )
+    _bench_parser(b)
+    return p
+
+
+def run_config_from_args(args):
+    """The validated run config: the config file's keys, overridden by the flags.
+
+    For ``submit`` the cluster must be an address (``--scheduler`` or the
+    config's), and input paths are checked on the workers, not here.
+    """
+    from mst_dist.cli import runconfig
+    from mst_dist.config import ConfigError
+
+    submit = getattr(args, "command", None) == "submit"
+
+    raw = runconfig.read_run_config(args.config) if args.config else {}
+    raw = dict(raw)
+    gen_params = generator_params(args)
+    if args.input is not None:
+        if args.generate is not None or gen_params:
+            raise ConfigError("--input and --generate (or generator flags): give one graph")
+        raw["graph"] = {"input": args.input}
+    elif args.generate is not None:
+        raw["graph"] = {"generate": {"kind": args.generate, **gen_params}}
+    elif gen_params:
+        graph = raw.get("graph")
+        if not (isinstance(graph, dict) and isinstance(graph.get("generate"), dict)):
+            flags = ", ".join("--" + k.replace("_", "-") for k in gen_params)
+            raise ConfigError(f"{flags}: only with a generated graph (--generate KIND, "
+                              f"or a config with graph.generate)")
+        raw["graph"] = {"generate": {**graph["generate"], **gen_params}}
+    elif "graph" not in raw:
+        raise ConfigError("no graph: give a run config (mst-dist run CONFIG), an input "
+                          "(mst-dist run --input PATH) or a generator "
+                          "(mst-dist run --generate KIND ...)")
+    if args.input_format is not None:
+        graph = raw.get("graph")
+        if not (isinstance(graph, dict) and "input" in graph):
+            raise ConfigError("--input-format: only with an input file (--input PATH, or a "
+                              "config with graph.input)")
+        raw["graph"] = {**graph, "format": args.input_format}
+    for key, value in (("partitions", args.partitions), ("local_finish", args.local_finish),
+                       ("backend", args.backend)):
+        if value is not None:
+            raw[key] = value
+    if args.output is not None:
+        raw["output"] = {"path": args.output}
+    if args.format is not None:
+        if not isinstance(raw.get("output"), dict):
+            raise ConfigError("--format: only with an output (--output PATH)")
+        raw["output"] = {**raw["output"], "format": args.format}
+    if args.scheduler is not None:
+        raw["cluster"] = {"kind": "address", "address": args.scheduler}
+    if getattr(args, "mpi", False):
+        if args.scheduler is not None:
+            raise ConfigError("--mpi and --scheduler: give one (--mpi starts its own scheduler)")
+        cluster = raw.get("cluster") if isinstance(raw.get("cluster"), dict) else {}
+        raw["cluster"] = cluster if cluster.get("kind") == "mpi" else {"kind": "mpi"}
+    local = {k: v for k, v in (("n_workers", getattr(args, "workers", None)),
+                               ("threads_per_worker", getattr(args, "threads", None)),
+                               ("processes", getattr(args, "processes", None))) if v is not None}
+    if local:
+        cluster = raw.get("cluster") if isinstance(raw.get("cluster"), dict) else {}
+        raw["cluster"] = {**cluster, **local}
+    if submit:
+        cluster = raw.get("cluster") if isinstance(raw.get("cluster"), dict) else {}
+        if cluster.get("kind") != "address":
+            raise ConfigError("submit runs on a cluster that is already up: give its scheduler "
+                              "(mst-dist submit --scheduler tcp://HOST:8786 CONFIG) or set "
+                              "cluster.kind: address and cluster.address in the config",
+                              key="cluster.kind")
+        return runconfig.validate_run_config(raw, source=args.config, check_paths=False)
+    return runconfig.validate_run_config(raw, source=args.config)
