@@ -1,5 +1,15 @@
 import pytest
 
+#: Markers of tests that start worker processes, subprocesses or system services: slow too.
+SLOW_KINDS = ("processes", "mpi", "slurm")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests that start processes are ``slow`` as well, so ``-m "not slow"`` is a quick loop."""
+    for item in items:
+        if any(item.get_closest_marker(k) for k in SLOW_KINDS) and not item.get_closest_marker("slow"):
+            item.add_marker(pytest.mark.slow)
+
 
 @pytest.fixture(scope="session")
 def client():

@@ -235,6 +235,7 @@ def count_color(png, hex_color, tol=8):
     return int((np.abs(rgb - want).max(axis=2) <= tol).sum())
 
 
+@pytest.mark.slow
 def test_page_in_chromium_during_a_run(tmp_path):
     """Chromium loads /mst while a run is between rounds; the page shows the plots with data,
     then follows the run to its end; the plugin's sources hold exactly the run's rounds."""
