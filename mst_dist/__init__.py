@@ -11,6 +11,7 @@ from mst_dist.result import MSFResult, RoundStats, RunStats, PHASES
 from mst_dist.api import minimum_spanning_forest
 from mst_dist.kernels.gpu import GPUUnavailableError
 from mst_dist.generators import generate, GENERATORS
+from mst_dist.io import interop as _interop  # noqa: F401  (registers Graph.from_networkx, ...)
 
 __version__ = "0.1.0"
 

@@ -13,7 +13,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-__all__ = ["Graph", "InvalidGraphError", "ArraySource", "FunctionSource", "check_edges"]
+__all__ = ["Graph", "InvalidGraphError", "ArraySource", "FunctionSource", "check_edges",
+           "CONVERTERS"]
 
 
 class InvalidGraphError(ValueError):
@@ -138,6 +139,20 @@ class FunctionSource:
         return self.func(start, stop, **self.params)
 
 
+#: The builders behind ``Graph.from_<name>``, by name: filled by :mod:`mst_dist.io.interop`
+#: when it is imported (``import mst_dist`` imports it).  The conversions live in the I/O
+#: layer, which imports this module; this module never imports them.
+CONVERTERS: dict = {}
+
+
+def _converter(name):
+    try:
+        return CONVERTERS[name]
+    except KeyError:
+        raise ImportError(f"Graph.from_{name} is registered by mst_dist.io.interop: import it "
+                          f"(import mst_dist does)") from None
+
+
 @dataclass
 class Graph:
     """An undirected weighted multigraph given as edge sources.
@@ -240,30 +255,22 @@ class Graph:
     @classmethod
     def from_networkx(cls, G, weight="weight", default=1, **kw):
         """A graph from a networkx graph; see :func:`mst_dist.io.interop.from_networkx`."""
-        from mst_dist.io.interop import from_networkx
-
-        return from_networkx(G, weight, default, **kw)
+        return _converter("networkx")(G, weight, default, **kw)
 
     @classmethod
     def from_scipy(cls, A, **kw):
         """A graph from a SciPy sparse matrix; see :func:`mst_dist.io.interop.from_scipy`."""
-        from mst_dist.io.interop import from_scipy
-
-        return from_scipy(A, **kw)
+        return _converter("scipy")(A, **kw)
 
     @classmethod
     def from_pandas(cls, df, *args, **kw):
         """A graph from a pandas DataFrame; see :func:`mst_dist.io.interop.from_pandas`."""
-        from mst_dist.io.interop import from_pandas
-
-        return from_pandas(df, *args, **kw)
+        return _converter("pandas")(df, *args, **kw)
 
     @classmethod
     def from_dask_dataframe(cls, ddf, *args, **kw):
         """A lazy graph from a Dask DataFrame; see :func:`mst_dist.io.interop.from_dask_dataframe`."""
-        from mst_dist.io.interop import from_dask_dataframe
-
-        return from_dask_dataframe(ddf, *args, **kw)
+        return _converter("dask_dataframe")(ddf, *args, **kw)
 
     def to_arrays(self):
         """All edges as ``(src, dst, weight)`` arrays in this process (small graphs, tests)."""

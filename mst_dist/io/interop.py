@@ -1,9 +1,12 @@
 """Conversions between mst-dist and networkx, SciPy, pandas and Dask DataFrames.
 
-Into a :class:`~mst_dist.graph.Graph` (also reachable as ``Graph.from_*``):
-:func:`from_networkx`, :func:`from_scipy`, :func:`from_pandas` (in memory,
-validated like :meth:`Graph.from_arrays`) and :func:`from_dask_dataframe`
-(lazy: one source per partition, each loaded by a task on a worker).
+Into a :class:`~mst_dist.graph.Graph`: :func:`from_networkx`,
+:func:`from_scipy`, :func:`from_pandas` (in memory, validated like
+:meth:`Graph.from_arrays`) and :func:`from_dask_dataframe` (lazy: one source
+per partition, each loaded by a task on a worker).  They are also
+``Graph.from_networkx`` and so on: this module registers them in
+:data:`mst_dist.graph.CONVERTERS` when it is imported, so the import goes one
+way (this module imports the graph, never the reverse).
 
 Out of an :class:`~mst_dist.result.MSFResult` (also ``result.to_*``):
 :func:`to_networkx`, :func:`to_scipy`, :func:`to_pandas`.
@@ -16,7 +19,8 @@ from __future__ import annotations
 import numpy as np
 
 from mst_dist.environment import optional_import
-from mst_dist.graph import FunctionSource, Graph, InvalidGraphError, check_edges
+from mst_dist.graph import CONVERTERS, FunctionSource, Graph, InvalidGraphError, check_edges
+from mst_dist.io.tasks import current_client
 
 __all__ = ["from_networkx", "from_scipy", "from_pandas", "from_dask_dataframe",
            "to_networkx", "to_scipy", "to_pandas"]
@@ -329,13 +333,7 @@ def from_dask_dataframe(ddf, src="src", dst="dst", weight=_DEFAULT, *, n_vertice
     parts = ddf[cols].to_delayed(optimize_graph=True)
     stats = [dask.delayed(_partition_stats, pure=True)(p, src, dst, wcol, i)
              for i, p in enumerate(parts)]
-    if client is None:
-        try:
-            from distributed import default_client
-
-            client = default_client()
-        except (ImportError, ValueError):
-            client = None
+    client = current_client(client)
     if client is not None:
         results = client.gather(client.compute(stats))
     else:
@@ -366,3 +364,7 @@ def to_pandas(result):
     return pd.DataFrame({"edge_id": np.asarray(result.edge_ids, dtype=np.int64),
                          "src": np.asarray(result.src), "dst": np.asarray(result.dst),
                          "weight": np.asarray(result.weight)})
+
+
+CONVERTERS.update(networkx=from_networkx, scipy=from_scipy, pandas=from_pandas,
+                  dask_dataframe=from_dask_dataframe)
