@@ -1,43 +1,25 @@
-"""Plain NumPy reference versions of the engine's kernels.
+"""The reference backend: every function of the kernel contract in plain array calls.
 
-Each function here has the same signature and the same result as its fast
-counterpart in :mod:`mst_dist.kernels.cpu`; the tests hold the fast kernels
-equal to these.  They are written for clarity, not speed, over an array module
-``xp`` (numpy by default; cupy has the same calls), so the same formulation can
-serve a GPU worker.
-
-Conventions shared by every kernel:
-
-* an edge chunk is four arrays of equal length: ``u``, ``v`` (current
-  component ids), ``key`` (``uint64``, order-preserving bits of the weight,
-  see :func:`weight_keys`) and ``eid`` (``int64`` global edge id);
-* the strict edge order is the lexicographic order of ``(key, eid)``;
-* a candidate set is four arrays ``(comp, key, eid, other)`` sorted by
-  ``comp`` with unique ``comp``: for each component, its cheapest leaving edge
-  and the component at the other end;
-* a round map ``M`` sends each component id to its id in the next round
-  (``>= 0``) or, for a component that is finished (has no edge left), to
-  ``-(F + 1)`` where ``F`` is its final component number.
+Written for clarity, not speed, over an array module ``xp`` (NumPy by
+default; CuPy has the same calls), so the same formulation can serve a
+device.  The conformance test holds the CPU and GPU backends equal to it.
+Chunks are in the plain form (see :class:`mst_dist.kernels.contract.Chunk`).
 """
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
-__all__ = [
-    "weight_keys",
-    "first_invalid_edge",
-    "map_chunk",
-    "merge_candidates",
-    "contract",
-    "filter_edges",
-    "compose_labels",
-]
+from mst_dist.kernels.contract import Candidates, Chunk, SolveRound, Solution, packing_for, to_host
+
+__all__ = ["ReferenceKernels", "weight_keys", "first_invalid_edge", "group_min"]
 
 _SIGN64 = np.uint64(1 << 63)
 
 
 def weight_keys(w, xp=np):
-    """Order-preserving ``uint64`` bits of a weight array (chunk role: prepare).
+    """Order-preserving ``uint64`` bits of a weight array (role: prepare).
 
     ``a < b`` as weights iff ``key(a) < key(b)`` as unsigned integers, for
     every integer and floating dtype.  Floats: the IEEE-754 bits with the sign
@@ -55,18 +37,16 @@ def weight_keys(w, xp=np):
         return xp.where(neg, ~bits, bits | _SIGN64)
     if kind == "i":
         return w.astype(xp.int64).view(xp.uint64) ^ _SIGN64
-    if kind == "u":
-        return w.astype(xp.uint64)
-    if kind == "b":
+    if kind in "ub":
         return w.astype(xp.uint64)
     raise TypeError(f"weights of dtype {w.dtype} have no order-preserving key")
 
 
 def first_invalid_edge(src, dst, w, n_vertices, xp=np):
-    """Index of the first edge with a bad endpoint or weight, or -1.
+    """Index of the first edge with a bad endpoint or weight, or -1 (validation).
 
     Bad: a negative id, an id ``>= n_vertices`` (when ``n_vertices >= 0``), a
-    NaN or infinite weight.  Returns ``(index, reason)``.
+    NaN or infinite weight.
     """
     bad = (src < 0) | (dst < 0)
     if n_vertices >= 0:
@@ -79,118 +59,256 @@ def first_invalid_edge(src, dst, w, n_vertices, xp=np):
     return int(idx[0])
 
 
-def map_chunk(u, v, key, eid, n_comp, xp=np):
-    """Cheapest edge leaving each component that the chunk touches (role: map).
-
-    Self-loops (``u == v``) are ignored.  Returns a candidate set
-    ``(comp, key, eid, other)`` sorted by ``comp``.
-    """
-    keep = u != v
-    u, v, key, eid = u[keep], v[keep], key[keep], eid[keep]
-    comp = xp.concatenate([u, v]).astype(xp.int64)
-    other = xp.concatenate([v, u]).astype(xp.int64)
-    k = xp.concatenate([key, key])
-    e = xp.concatenate([eid, eid]).astype(xp.int64)
-    return _group_min(comp, k, e, other, xp)
-
-
-def _group_min(comp, key, eid, other, xp=np):
-    if comp.size == 0:
+def group_min(comp, key, eid, other, xp=np):
+    """The least ``(key, eid)`` row of each ``comp``, sorted by ``comp`` (map and merge's core)."""
+    if comp.shape[0] == 0:
         z = xp.zeros(0, xp.int64)
         return z, xp.zeros(0, xp.uint64), z.copy(), z.copy()
-    order = xp.lexsort((eid, key, comp))
+    # three stable sorts: by comp, then key, then eid (CuPy's argsort is stable)
+    order = _stable_argsort(eid, xp)
+    order = order[_stable_argsort(key[order], xp)]
+    order = order[_stable_argsort(comp[order], xp)]
     comp, key, eid, other = comp[order], key[order], eid[order], other[order]
-    first = xp.ones(comp.size, bool)
+    first = xp.ones(comp.shape[0], dtype=bool)
     first[1:] = comp[1:] != comp[:-1]
     return comp[first], key[first], eid[first], other[first]
 
 
-def merge_candidates(parts, xp=np):
-    """Combine candidate sets into one cheapest edge per component (role: merge).
-
-    Associative, commutative and idempotent: any tree of merges gives the same
-    answer.
-    """
-    parts = [p for p in parts if p[0].size]
-    if not parts:
-        z = xp.zeros(0, xp.int64)
-        return z, xp.zeros(0, xp.uint64), z.copy(), z.copy()
-    cols = [xp.concatenate([p[i] for p in parts]) for i in range(4)]
-    return _group_min(cols[0], cols[1], cols[2], cols[3], xp)
+def _stable_argsort(a, xp):
+    return np.argsort(a, kind="stable") if xp is np else xp.argsort(a)
 
 
-def contract(comp, key, eid, other, n_comp, finished_offset, finish=True, xp=np):
-    """Hook components along their cheapest edges and compact ids (roles: contract, filter-nodes).
-
-    Every component with a candidate hooks to the component at the other end;
-    a mutual pair (both chose the same edge) keeps the smaller id as root, so
-    each chosen edge is counted once.  Pointer jumping takes every component
-    to its root.  Roots are numbered ``0..n_next-1`` in increasing order.
-    With ``finish``, a component without a candidate has no edge left: it is
-    finished and mapped to ``-(F + 1)``, ``F = finished_offset, ...`` in
-    increasing id order.  Without ``finish`` (a light-edge pass that will see
-    more edges later) such components stay and get ids like the roots.
-
-    Returns ``(M, chosen_eids, n_next, n_finished)`` with ``chosen_eids``
-    ascending.
-    """
-    parent = xp.arange(n_comp, dtype=xp.int64)
-    parent[comp] = other
-    mutual = (parent[other] == comp) & (comp < other)
-    parent[comp[mutual]] = comp[mutual]
-    hooked = parent[comp] != comp
-    chosen = xp.sort(eid[hooked])
-    while True:
-        nxt = parent[parent]
-        if bool(xp.all(nxt == parent)):
-            break
-        parent = nxt
-    has_cand = xp.zeros(n_comp, bool)
-    has_cand[comp] = True
-    is_root = parent == xp.arange(n_comp)
-    if finish:
-        fin = is_root & ~has_cand
-        live_root = is_root & has_cand
-    else:
-        fin = xp.zeros(n_comp, bool)
-        live_root = is_root
-    new_id = xp.cumsum(live_root) - 1
-    fin_id = xp.cumsum(fin) - 1 + finished_offset
-    M = xp.where(fin, -(fin_id + 1), new_id[parent])
-    return M.astype(xp.int64), chosen.astype(xp.int64), int(live_root.sum()), int(fin.sum())
+def _id_dtype(xp, n_vertices):
+    return xp.int32 if n_vertices < 2**31 else xp.int64
 
 
-def filter_edges(u, v, key, eid, M, xp=np):
-    """Relabel endpoints by the round map and drop self-loops (role: filter-edges)."""
-    nu = M[u]
-    nv = M[v]
-    keep = nu != nv
-    return nu[keep], nv[keep], key[keep], eid[keep]
+class ReferenceKernels:
+    """The kernel contract over ``xp`` (see :class:`mst_dist.kernels.contract.Backend`)."""
 
+    name = "reference"
 
-def compose_labels(maps, n_vertices, xp=np):
-    """Final component of every vertex from the rounds' maps, canonically numbered.
+    def __init__(self, xp=np):
+        self.xp = xp
 
-    Components are numbered by their smallest vertex, in increasing order, so
-    the labels do not depend on how the run went.  Returns
-    ``(labels, n_components)``.
-    """
-    if n_vertices == 0:
-        return xp.zeros(0, xp.int64), 0
-    final = None
-    for M in reversed(maps):
-        M = xp.asarray(M, dtype=xp.int64)
-        if final is None:
-            if bool(xp.any(M >= 0)):
-                raise ValueError("the last round map still has live components")
-            final = M
+    def __repr__(self):
+        return f"ReferenceKernels(xp={self.xp.__name__})"
+
+    # -- memory ------------------------------------------------------------
+
+    def to_device(self, a):
+        xp = self.xp
+        if xp is np:
+            return to_host(a), 0
+        if isinstance(a, xp.ndarray):
+            return a, 0
+        h = np.asarray(a)
+        return xp.asarray(h), int(h.nbytes)
+
+    def synchronize(self):
+        if self.xp is not np:
+            self.xp.cuda.get_current_stream().synchronize()
+
+    def adopt(self, chunk):
+        u, v, key, eid = chunk.edges()
+        arrs, h2d = [], chunk.h2d
+        for a in (u, v, key, eid):
+            d, nb = self.to_device(a)
+            arrs.append(d)
+            h2d += nb
+        return Chunk(*arrs, packing=chunk.packing, h2d=h2d)
+
+    def _empty(self, idt, packing="rank"):
+        xp = self.xp
+        return Chunk(xp.zeros(0, idt), xp.zeros(0, idt), xp.zeros(0, xp.uint64), xp.zeros(0, xp.int64),
+                     packing=packing)
+
+    # -- prepare -----------------------------------------------------------
+
+    def prepare(self, raw, offset, n_vertices):
+        xp = self.xp
+        h2d = 0
+        arrs = []
+        for a in raw[:3]:
+            d, nb = self.to_device(a)
+            arrs.append(d)
+            h2d += nb
+        src, dst, w = arrs
+        pos = xp.flatnonzero(src != dst)
+        idt = _id_dtype(xp, n_vertices)
+        return Chunk(src[pos].astype(idt), dst[pos].astype(idt), weight_keys(w[pos], xp),
+                     pos.astype(xp.int64) + np.int64(offset), packing=packing_for(w.dtype), h2d=h2d)
+
+    def prepare_many(self, raws, offsets, n_vertices):
+        return self.concat([self.prepare(r, off, n_vertices) for r, off in zip(raws, offsets)],
+                           n_vertices)
+
+    def concat(self, chunks, n_vertices):
+        xp = self.xp
+        chunks = [self.adopt(c) for c in chunks]
+        idt = _id_dtype(xp, n_vertices)
+        packings = {c.packing for c in chunks}
+        packing = packings.pop() if len(packings) == 1 else "rank"
+        if not chunks:
+            return self._empty(idt, packing)
+        cols = [xp.concatenate([c.edges()[i] for c in chunks]) for i in range(4)]
+        order = _stable_argsort(cols[3], xp)
+        return Chunk(cols[0][order].astype(idt), cols[1][order].astype(idt), cols[2][order],
+                     cols[3][order], packing=packing, h2d=sum(c.h2d for c in chunks))
+
+    # -- a round -----------------------------------------------------------
+
+    def map(self, chunk, n_comp, M=None):
+        xp = self.xp
+        if M is not None:
+            chunk = self.filter_edges(chunk, M)
+        u, v, key, eid = chunk.edges()
+        comp = xp.concatenate([u, v]).astype(xp.int64)
+        other = xp.concatenate([v, u]).astype(xp.int64)
+        cand = group_min(comp, xp.concatenate([key, key]), xp.concatenate([eid, eid]).astype(xp.int64),
+                         other, xp)
+        return chunk, Candidates(*(to_host(a) for a in cand))
+
+    def merge(self, parts):
+        xp = self.xp
+        parts = [p for p in parts if len(p)]
+        if not parts:
+            return Candidates.empty()
+        cols = [xp.concatenate([self.to_device(p.arrays()[i])[0] for p in parts]) for i in range(4)]
+        return Candidates(*(to_host(a) for a in group_min(*cols, xp)))
+
+    def contract(self, cand, n_comp, finished_offset, finish=True):
+        xp = self.xp
+        comp, key, eid, other = (self.to_device(a)[0] for a in cand.arrays())
+        parent = xp.arange(n_comp, dtype=xp.int64)
+        parent[comp] = other
+        mutual = (parent[other] == comp) & (comp < other)
+        parent[comp[mutual]] = comp[mutual]
+        hooked = parent[comp] != comp
+        chosen = xp.sort(eid[hooked])
+        while True:  # pointer jumping
+            nxt = parent[parent]
+            if bool(xp.all(nxt == parent)):
+                break
+            parent = nxt
+        has = xp.zeros(n_comp, dtype=bool)
+        has[comp] = True
+        M, n_next, n_fin = self.filter_nodes(parent, has, finished_offset, finish)
+        return M, to_host(chosen.astype(xp.int64)), n_next, n_fin
+
+    def filter_nodes(self, root, has, finished_offset, finish=True):
+        xp = self.xp
+        root, _ = self.to_device(root)
+        has, _ = self.to_device(has)
+        n = root.shape[0]
+        is_root = root == xp.arange(n)
+        fin = is_root & ~has if finish else xp.zeros(n, dtype=bool)
+        live = is_root & ~fin
+        new_id = xp.cumsum(live) - 1
+        fin_id = xp.cumsum(fin) - 1 + np.int64(finished_offset)
+        at_root = xp.where(fin, -(fin_id + 1), new_id)
+        M = at_root[root].astype(xp.int64)
+        return to_host(M), int(live.sum()), int(fin.sum())
+
+    def filter_edges(self, chunk, M):
+        xp = self.xp
+        M, _ = self.to_device(M)
+        u, v, key, eid = chunk.edges()
+        nu, nv = M[u], M[v]
+        keep = xp.flatnonzero(nu != nv)
+        return Chunk(nu[keep].astype(u.dtype), nv[keep].astype(v.dtype), key[keep], eid[keep],
+                     packing=chunk.packing, h2d=chunk.h2d)
+
+    def split_light(self, chunk, M, tk, te):
+        xp = self.xp
+        if M is not None:
+            chunk = self.filter_edges(chunk, M)
+        u, v, key, eid = chunk.edges()
+        tk, te = np.uint64(tk), np.int64(te)
+        light = (key < tk) | ((key == tk) & (eid <= te))
+        li, hi = xp.flatnonzero(light), xp.flatnonzero(~light)
+        return (Chunk(u[li], v[li], key[li], eid[li], packing=chunk.packing, h2d=chunk.h2d),
+                Chunk(u[hi], v[hi], key[hi], eid[hi], packing=chunk.packing))
+
+    def sample(self, chunk, pos):
+        _, _, key, eid = chunk.edges()
+        p, _ = self.to_device(np.asarray(pos, np.int64))
+        return to_host(key[p]), to_host(eid[p])
+
+    # -- the single-task solve ---------------------------------------------
+
+    def solve_local(self, chunk, n_comp, finished_offset=0, *, relabel=None, light_factor=1.5,
+                    min_degree=3.0, dedupe=0.0, seed=0):
+        """Plain Borůvka rounds (map, contract, filter-edges) until no component is left.
+
+        The tuning knobs (``light_factor``, ``min_degree``, ``dedupe``,
+        ``seed``) are accepted for the contract's sake and not used: the
+        reference runs no light-edge pass and cuts no parallel edges, which
+        the result does not depend on.
+        """
+        xp = self.xp
+        chunk = self.adopt(chunk)
+        rounds = []
+        if relabel is not None:
+            t0 = time.perf_counter()
+            m0 = len(chunk)
+            chunk = self.filter_edges(chunk, relabel)
+            rounds.append(SolveRound(int(relabel.shape[0]), int(n_comp), m0, len(chunk), 0,
+                                     {"filter-edges": time.perf_counter() - t0}, filter_pass=True))
+        n = int(n_comp)
+        fin = int(finished_offset)
+        maps, chosen = [], []
+        while n > 0:
+            m0 = len(chunk)
+            t0 = time.perf_counter()
+            chunk, cand = self.map(chunk, n)
+            t1 = time.perf_counter()
+            M, ch, n_next, n_fin = self.contract(cand, n, fin)
+            t2 = time.perf_counter()
+            chunk = self.filter_edges(chunk, M)
+            t3 = time.perf_counter()
+            rounds.append(SolveRound(n, n_next, m0, len(chunk), int(ch.shape[0]),
+                                     {"map": t1 - t0, "contract": t2 - t1, "filter-edges": t3 - t2}))
+            maps.append(M)
+            chosen.append(ch)
+            fin += n_fin
+            n = n_next
+        if maps:
+            M = self.compose_maps(maps)
         else:
-            final = xp.where(M >= 0, final[xp.maximum(M, 0)], M)
-    fid = -final - 1
-    # canonical numbering: order of first appearance over vertices 0..n-1
-    uniq, first = xp.unique(fid, return_index=True)
-    order = xp.argsort(first)
-    rank = xp.empty_like(order)
-    rank[order] = xp.arange(order.size)
-    labels = rank[xp.searchsorted(uniq, fid)]
-    return labels.astype(xp.int64), int(uniq.size)
+            M = -(np.arange(int(n_comp), dtype=np.int64) + int(finished_offset) + 1)
+        ids = np.concatenate(chosen) if chosen else np.zeros(0, np.int64)
+        return Solution(M, ids, fin - int(finished_offset), rounds)
+
+    # -- labels and the forest ---------------------------------------------
+
+    def compose_maps(self, maps):
+        xp = self.xp
+        final = None
+        for M in reversed(list(maps)):
+            M, _ = self.to_device(M)
+            M = M.astype(xp.int64)
+            final = M if final is None else xp.where(M >= 0, final[xp.maximum(M, 0)], M)
+        return to_host(final)
+
+    def labels(self, maps, n_vertices):
+        xp = self.xp
+        if n_vertices == 0:
+            return np.zeros(0, np.int64), 0
+        final, _ = self.to_device(self.compose_maps(maps))
+        if bool(xp.any(final >= 0)):
+            raise ValueError("the last round map still has live components")
+        fid = -final - 1
+        # canonical numbering: order of first appearance over vertices 0..n-1
+        uniq, first = xp.unique(fid, return_index=True)
+        order = xp.argsort(first)
+        rank = xp.empty_like(order)
+        rank[order] = xp.arange(order.shape[0])
+        labels = rank[xp.searchsorted(uniq, fid)]
+        return to_host(labels.astype(xp.int64)), int(uniq.shape[0])
+
+    def forest_ids(self, parts):
+        xp = self.xp
+        parts = [self.to_device(p)[0] for p in parts if p.shape[0]]
+        if not parts:
+            return np.zeros(0, np.int64)
+        return to_host(xp.sort(xp.concatenate(parts)).astype(xp.int64))

@@ -1,0 +1,376 @@
+"""The kernel contract: the data every backend takes and gives, and its phase functions.
+
+Three backends implement it: :mod:`mst_dist.kernels.reference` (plain NumPy,
+or any array module ``xp`` with NumPy's calls: the oracle),
+:mod:`mst_dist.kernels.cpu` (Numba) and :mod:`mst_dist.kernels.gpu` (CuPy, or
+its NumPy stand-in).  :func:`mst_dist.kernels.backend` picks one by name.
+Each exposes the functions of :class:`Backend` under the same names, with the
+same signatures and return types, and the conformance test holds every one of
+them equal to the reference.
+
+Data
+----
+
+:class:`Chunk`
+    An edge chunk: the edges of one part of the graph, endpoints relabelled
+    to the current component ids.  It has a *plain* form (the CPU's and the
+    reference's: one weight key and one edge id per edge) and a *packed* form
+    (the GPU's: one packed 64-bit key per edge, indexing the chunk's table of
+    weight keys and edge ids), each on the host or on a device.  ``adopt``
+    turns any chunk into a backend's own form.
+:class:`Candidates`
+    For each component a chunk touches, its cheapest leaving edge: the
+    record the map phase emits and the merge phase combines.  Always on the
+    host (it crosses workers).
+round map ``M``
+    An ``int64`` host array over a round's component ids: the id in the next
+    round (``>= 0``) or, for a component that is finished (no edge left),
+    ``-(F + 1)`` with ``F`` its final component number.
+:class:`SolveRound`, :class:`Solution`
+    What the single-task solve did, round by round, and what it found.
+
+Edges are ordered strictly by ``(key, eid)``: ``key`` is the order-preserving
+``uint64`` image of the weight (:func:`mst_dist.kernels.reference.weight_keys`)
+and ``eid`` the global ``int64`` edge id.  Self-loops never enter a chunk.
+Results that leave a kernel as records (candidates, round maps, chosen edge
+ids, labels) are NumPy arrays on the host, whatever the backend.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+__all__ = [
+    "BACKENDS",
+    "PHASE_FUNCTIONS",
+    "Backend",
+    "Candidates",
+    "Chunk",
+    "SolveRound",
+    "Solution",
+    "LOW32",
+    "packing_for",
+    "to_host",
+    "take_to_host",
+    "xp_of",
+]
+
+#: The backends, by the names :func:`mst_dist.kernels.backend` takes.
+BACKENDS = ("reference", "cpu", "gpu")
+
+#: The functions every backend exposes (see :class:`Backend` for each one's contract).
+PHASE_FUNCTIONS = (
+    "adopt", "prepare", "prepare_many", "concat", "map", "merge", "contract", "filter_nodes",
+    "filter_edges", "split_light", "sample", "solve_local", "compose_maps", "labels", "forest_ids",
+    "to_device", "synchronize",
+)
+
+#: Low half of a packed key: the edge's row in its chunk's table.
+LOW32 = np.uint64(0xFFFFFFFF)
+
+
+# ---------------------------------------------------------------------------
+# arrays on the host and on a device
+# ---------------------------------------------------------------------------
+
+def xp_of(a):
+    """The array module of ``a``: numpy for host arrays, cupy for device ones."""
+    if isinstance(a, np.ndarray):
+        return np
+    import cupy
+
+    return cupy.get_array_module(a)
+
+
+def to_host(a):
+    """``a`` as a NumPy array: device arrays are copied, host arrays returned as they are."""
+    if a is None or isinstance(a, np.ndarray):
+        return a
+    if hasattr(a, "get"):
+        return a.get()
+    return np.asarray(a)
+
+
+def take_to_host(a, idx):
+    """``a[idx]`` as a host array; a device array is gathered on its device first."""
+    if isinstance(a, np.ndarray):
+        return a[idx]
+    if hasattr(a, "__cuda_array_interface__"):
+        xp = xp_of(a)
+        return to_host(a[xp.asarray(idx)])
+    return np.asarray(a)[idx]
+
+
+def packing_for(dtype):
+    """How weights of ``dtype`` become the high 32 bits of a packed key.
+
+    ``"f32"`` (float16/32: IEEE bits, sign-flipped), ``"i32"`` (int8..int32:
+    two's complement, sign bit flipped), ``"u32"`` (uint8..uint32, bool: the
+    value), ``"rank"`` (64-bit weights, which do not fit: the dense rank of
+    the weight in its chunk).  Every chunk records it, so any backend can
+    pack a chunk another one prepared.
+    """
+    dt = np.dtype(dtype)
+    if dt.kind == "f":
+        return "f32" if dt.itemsize <= 4 else "rank"
+    if dt.kind == "i":
+        return "i32" if dt.itemsize <= 4 else "rank"
+    if dt.kind in "ub":
+        return "u32" if dt.itemsize <= 4 else "rank"
+    raise TypeError(f"weights of dtype {dt} have no order-preserving key")
+
+
+# ---------------------------------------------------------------------------
+# records
+# ---------------------------------------------------------------------------
+
+@dataclass(eq=False)
+class Chunk:
+    """An edge chunk, in its plain or its packed form, on the host or a device.
+
+    ``u, v``: the current component ids of the chunk's live edges (int32 while
+    the graph's ids fit, else int64); never equal (no self-loops).
+
+    *Plain form* (``pk is None``): ``key[i]`` and ``eid[i]`` are edge ``i``'s
+    weight key (``uint64``) and global id (``int64``).
+
+    *Packed form*: ``pk[i] = (hi << 32) | row`` with ``hi`` a 32-bit
+    order-preserving image of the weight (see :func:`packing_for`) and
+    ``row`` the edge's row in the chunk's table ``key``, ``eid`` (as the
+    chunk was prepared, ids ascending, so ``pk`` alone orders the chunk's
+    edges strictly).  Filtering compacts ``u, v, pk`` and leaves the table.
+
+    ``packing``: how this chunk's weights pack (set by ``prepare`` in every
+    backend).  ``h2d``: bytes copied to a device to make this chunk and not
+    yet reported by a round.  Pickled (sent to another worker, spilled), a
+    chunk travels as host arrays.
+    """
+
+    u: Any
+    v: Any
+    key: Any
+    eid: Any
+    pk: Any = None
+    packing: str = "rank"
+    h2d: int = 0
+
+    @property
+    def xp(self):
+        """The array module the chunk's arrays live in."""
+        return xp_of(self.u)
+
+    @property
+    def packed(self):
+        """Whether the chunk is in the packed form."""
+        return self.pk is not None
+
+    def __len__(self):
+        return int(self.u.shape[0])
+
+    @property
+    def nbytes(self):
+        """Bytes of the chunk's arrays."""
+        return int(sum(a.nbytes for a in (self.u, self.v, self.key, self.eid, self.pk) if a is not None))
+
+    def edges(self):
+        """``(u, v, key, eid)`` of the live edges, on the chunk's own device (gathered when packed)."""
+        if self.pk is None:
+            return self.u, self.v, self.key, self.eid
+        row = (self.pk & LOW32).astype(self.xp.int64)
+        return self.u, self.v, self.key[row], self.eid[row]
+
+    def to_host(self):
+        """The same chunk (same form) with host arrays."""
+        if self.xp is np:
+            return self
+        return Chunk(*(to_host(a) for a in (self.u, self.v, self.key, self.eid, self.pk)),
+                     packing=self.packing, h2d=0)
+
+    def __reduce__(self):
+        return (Chunk, (*(to_host(a) for a in (self.u, self.v, self.key, self.eid, self.pk)),
+                        self.packing, 0))
+
+    def __repr__(self):
+        form = "packed" if self.packed else "plain"
+        return f"Chunk({len(self)} edges, {form}, packing={self.packing!r}, on {self.xp.__name__})"
+
+
+@dataclass(eq=False)
+class Candidates:
+    """Cheapest leaving edge of each component (role: map's output, merge's input and output).
+
+    Four host arrays of one length, sorted by ``comp`` with unique ``comp``:
+    the component (int64), its cheapest leaving edge's key (uint64) and id
+    (int64), and the component at that edge's other end (int64).  ``d2h``:
+    bytes copied from a device to make the record (0 on the host).
+    """
+
+    comp: np.ndarray
+    key: np.ndarray
+    eid: np.ndarray
+    other: np.ndarray
+    d2h: int = 0
+
+    def __len__(self):
+        return int(self.comp.shape[0])
+
+    @property
+    def nbytes(self):
+        return int(self.comp.nbytes + self.key.nbytes + self.eid.nbytes + self.other.nbytes)
+
+    def arrays(self):
+        """``(comp, key, eid, other)``."""
+        return self.comp, self.key, self.eid, self.other
+
+    @classmethod
+    def empty(cls):
+        z = np.zeros(0, np.int64)
+        return cls(z, np.zeros(0, np.uint64), z.copy(), z.copy())
+
+
+@dataclass
+class SolveRound:
+    """One round (or one filter pass) of the single-task solve.
+
+    ``light``: a round of a light-edge pass (components without an edge
+    stay live); ``filter_pass``: not a round but the relabelling of edges
+    between passes (only ``filter-edges`` time, no forest edges).
+    ``phase_seconds`` maps phase names (``map``, ``contract``,
+    ``filter-edges``, ``filter-nodes``) to kernel seconds.
+    """
+
+    components_before: int
+    components_after: int
+    edges_before: int
+    edges_after: int
+    forest_edges: int
+    phase_seconds: dict = field(default_factory=dict)
+    light: bool = False
+    filter_pass: bool = False
+
+
+@dataclass(eq=False)
+class Solution:
+    """What the single-task solve found.
+
+    ``M`` maps every input component to ``-(F + 1)`` (all finish),
+    ``F >= finished_offset``; ``chosen``: the forest's edge ids (any order);
+    ``n_finished``: how many final components; ``rounds``: the trace;
+    ``d2h``: bytes copied from a device to return ``M`` and ``chosen``.
+    """
+
+    M: np.ndarray
+    chosen: np.ndarray
+    n_finished: int
+    rounds: list = field(default_factory=list)
+    d2h: int = 0
+
+
+# ---------------------------------------------------------------------------
+# the phase functions
+# ---------------------------------------------------------------------------
+
+class Backend(Protocol):
+    """The functions every backend exposes (a module or an object with these attributes).
+
+    ``name`` is the backend's name, ``xp`` the array module its chunks live
+    in.  Arrays given to a function may be host arrays or arrays of ``xp``;
+    records come back on the host (see the module doc).
+    """
+
+    name: str
+    xp: Any
+
+    def adopt(self, chunk: Chunk) -> Chunk:
+        """Any chunk in this backend's form and memory (copies to a device added to ``h2d``)."""
+
+    def prepare(self, raw, offset: int, n_vertices: int) -> Chunk:
+        """A raw chunk ``(src, dst, weight)`` as working edges, self-loops dropped (role: prepare).
+
+        Edge ``i`` of ``raw`` gets the global id ``offset + i``.
+        """
+
+    def prepare_many(self, raws, offsets, n_vertices: int) -> Chunk:
+        """Several raw chunks prepared into one chunk (the single-task solve's input)."""
+
+    def concat(self, chunks, n_vertices: int) -> Chunk:
+        """One chunk holding the edges of several (any form; order of edges unspecified)."""
+
+    def map(self, chunk: Chunk, n_comp: int, M=None) -> tuple[Chunk, Candidates]:
+        """Cheapest edge leaving each component the chunk touches (role: map).
+
+        With a round map ``M``, the previous round's filter-edges is fused in:
+        endpoints are relabelled by ``M`` and self-loops dropped first.
+        Returns the (filtered) chunk and its candidates over ``0..n_comp-1``.
+        """
+
+    def merge(self, parts) -> Candidates:
+        """Candidate records combined into one cheapest edge per component (role: merge).
+
+        Associative, commutative and idempotent: any tree of merges gives the
+        same answer.
+        """
+
+    def contract(self, cand: Candidates, n_comp: int, finished_offset: int, finish: bool = True):
+        """Hook components along their cheapest edges, pointer-jump to roots, compact (role: contract).
+
+        A mutual pair (both chose the same edge) keeps the smaller id as root,
+        so each chosen edge counts once.  Ends with :meth:`filter_nodes`.
+        Returns ``(M, chosen_eids, n_next, n_finished)``; ``chosen_eids`` in
+        any order.
+        """
+
+    def filter_nodes(self, root, has, finished_offset: int, finish: bool = True):
+        """Compact the component ids of a contracted round (role: filter-nodes).
+
+        ``root[c]``: the root of component ``c`` after hooking and pointer
+        jumping (``root[r] == r`` for a root); ``has[c]``: whether ``c`` had a
+        candidate.  Live roots are numbered ``0..n_next-1`` in id order; with
+        ``finish``, a root without a candidate is finished: ``-(F + 1)``,
+        ``F = finished_offset, ...`` in id order (without ``finish``, a light
+        pass that sees more edges later, it stays live).  Every component
+        takes its root's number.  Returns ``(M, n_next, n_finished)``.
+        """
+
+    def filter_edges(self, chunk: Chunk, M) -> Chunk:
+        """Relabel the chunk's endpoints by the round map and drop self-loops (role: filter-edges)."""
+
+    def split_light(self, chunk: Chunk, M, tk, te) -> tuple[Chunk, Chunk]:
+        """A pending relabel by ``M`` (or None), then the light edges ``(key, eid) <= (tk, te)``
+        apart from the heavy ones (role: filter-edges of a light-edge pass): ``(light, heavy)``."""
+
+    def sample(self, chunk: Chunk, pos) -> tuple[np.ndarray, np.ndarray]:
+        """``(key, eid)`` of the chunk's live edges at host positions ``pos``, on the host."""
+
+    def solve_local(self, chunk: Chunk, n_comp: int, finished_offset: int = 0, *, relabel=None,
+                    light_factor: float = 1.5, min_degree: float = 3.0, dedupe: float = 0.0,
+                    seed: int = 0) -> Solution:
+        """The whole forest of one chunk in this process: rounds until no edge is left.
+
+        ``relabel``: a pending round map applied first (the filter-edges of the
+        distributed round before).  ``light_factor``, ``min_degree``,
+        ``dedupe`` and ``seed`` tune how (a light-edge pass on dense graphs,
+        parallel edges cut to the lightest), never what: the result is the
+        same for any values.  The chunk's arrays may be overwritten.
+        """
+
+    def compose_maps(self, maps) -> np.ndarray:
+        """One round map for several rounds in a row: ``maps[-1][...maps[0][c]]``, finished ids kept."""
+
+    def labels(self, maps, n_vertices: int) -> tuple[np.ndarray, int]:
+        """Final component of every vertex from all the rounds' maps, canonically numbered.
+
+        Components are numbered by their smallest vertex, so labels do not
+        depend on how the run went.  Returns ``(labels, n_components)``.
+        """
+
+    def forest_ids(self, parts) -> np.ndarray:
+        """The chosen edge ids of all rounds, as one ascending int64 array (ids are unique)."""
+
+    def to_device(self, a) -> tuple[Any, int]:
+        """``a`` in this backend's memory: ``(array, bytes copied)``; nothing copied on the host."""
+
+    def synchronize(self) -> None:
+        """Wait for queued device work (for timing); nothing on the host."""
