@@ -274,7 +274,7 @@ class Graph:
 
     def to_arrays(self):
         """All edges as ``(src, dst, weight)`` arrays in this process (small graphs, tests)."""
-        from mst_dist.kernels.gpu import to_host
+        from mst_dist.kernels.contract import to_host
 
         parts = [tuple(to_host(a) for a in s.load(0, s.n_edges)) for s in self.sources]
         if not parts:

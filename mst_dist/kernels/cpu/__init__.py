@@ -1,0 +1,58 @@
+"""The CPU backend: the kernel contract in Numba.
+
+Modules, one per part of the work:
+
+- :mod:`.arena` -- scratch memory (a reuse arena, skewed struct-of-arrays buffers);
+- :mod:`.chunk` -- validation, weight keys, **prepare**, concatenation;
+- :mod:`.phases` -- one chunk in one task: **map** (with the last round's
+  **filter-edges** fused in), **merge**, **contract**, **filter-nodes**,
+  **filter-edges**, the light/heavy split;
+- :mod:`.solve` -- the parallel single-task solve (every phase, in a loop);
+- :mod:`.labels` -- round maps composed into labels, the forest's ids and rows.
+
+This module is the backend object :func:`mst_dist.kernels.backend` returns
+for ``"cpu"``: it has every function of
+:class:`mst_dist.kernels.contract.Backend`.
+"""
+from __future__ import annotations
+
+import os
+
+import numba
+import numpy as np
+
+if "NUMBA_THREADING_LAYER" not in os.environ:
+    # Dask runs several kernels at once from its worker threads; the default
+    # "workqueue" layer aborts on concurrent launches, OpenMP/TBB do not.
+    numba.config.THREADING_LAYER = "threadsafe"
+
+from mst_dist.kernels.contract import to_host  # noqa: E402
+from mst_dist.kernels.cpu.arena import ARENA, alloc_soa, empty  # noqa: E402
+from mst_dist.kernels.cpu.chunk import (  # noqa: E402
+    adopt, concat, first_invalid_edge, id_dtype, prepare, prepare_many, weight_keys)
+from mst_dist.kernels.cpu.labels import compose_maps, forest_ids, labels, take_rows  # noqa: E402
+from mst_dist.kernels.cpu.phases import (  # noqa: E402
+    contract, filter_edges, filter_nodes, map, merge, sample, split_light)
+from mst_dist.kernels.cpu.solve import solve_local  # noqa: E402
+
+__all__ = [
+    # the contract
+    "name", "xp", "adopt", "prepare", "prepare_many", "concat", "map", "merge", "contract",
+    "filter_nodes", "filter_edges", "split_light", "sample", "solve_local", "compose_maps", "labels",
+    "forest_ids", "to_device", "synchronize",
+    # helpers of the other layers
+    "ARENA", "alloc_soa", "empty", "first_invalid_edge", "id_dtype", "take_rows", "weight_keys",
+]
+
+#: The backend's name and array module.
+name = "cpu"
+xp = np
+
+
+def to_device(a):
+    """``a`` as a host array: ``(array, 0)`` (the CPU kernels copy nothing to a device)."""
+    return to_host(a), 0
+
+
+def synchronize():
+    """Nothing to wait for on the host."""

@@ -1,0 +1,115 @@
+"""Scratch memory of the CPU kernels: a reuse arena and skewed struct-of-arrays buffers.
+
+Edge arrays are carved from one buffer with a skew (:func:`alloc_soa`):
+separately allocated arrays of equal size tend to start at the same offset
+modulo the page size and evict each other from cache (measured: in-place
+compaction 6x slower on R-MAT scale 21).
+"""
+from __future__ import annotations
+
+import os
+import sys
+import threading
+
+import numba
+import numpy as np
+
+__all__ = ["ARENA", "empty", "alloc_soa", "nthreads", "blocks"]
+
+_SKEW = 1088  # bytes between carved arrays (not a multiple of 64 B lines nor of 4 KiB pages)
+
+
+class _Arena:
+    """Large scratch buffers kept for reuse within a process.
+
+    On the virtual machines this engine is measured on, touching freshly
+    mapped memory costs more than the kernels that fill it (a 240 MB working
+    set: ~0.4 s of page faults against ~0.05 s of copying).  Buffers of at
+    least ``min_bytes`` are therefore kept after use, up to ``limit`` bytes
+    in all, and handed out again once nothing refers to them any more (every
+    numpy view holds a reference to its base buffer, so a buffer whose only
+    holder is the arena is free).  ``release()`` gives the memory back.
+    """
+
+    min_bytes = 1 << 22
+
+    def __init__(self, limit=None):
+        if limit is None:
+            try:
+                limit = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 4
+            except (ValueError, OSError, AttributeError):  # pragma: no cover
+                limit = 4 << 30
+        self.limit = int(limit)
+        self.bufs = []
+        self.lock = threading.Lock()
+
+    def take(self, nbytes):
+        """A uint8 buffer of at least ``nbytes`` (contents undefined)."""
+        if nbytes < self.min_bytes:
+            return np.empty(nbytes, np.uint8)
+        with self.lock:
+            best = None
+            for i in range(len(self.bufs)):
+                b = self.bufs[i]
+                # references: the list, ``b`` and getrefcount's argument
+                if sys.getrefcount(b) == 3 and nbytes <= b.nbytes <= 2 * nbytes + (1 << 24):
+                    if best is None or b.nbytes < self.bufs[best].nbytes:
+                        best = i
+                b = None
+            if best is not None:
+                return self.bufs[best][:nbytes]
+            buf = np.empty(nbytes, np.uint8)
+            self.bufs.append(buf)
+            self._trim()
+            return buf
+
+    def _trim(self):
+        total = sum(b.nbytes for b in self.bufs)
+        i = 0
+        while total > self.limit and i < len(self.bufs):
+            if sys.getrefcount(self.bufs[i]) == 2:  # the list and the argument: free
+                total -= self.bufs[i].nbytes
+                del self.bufs[i]
+            else:
+                i += 1
+
+    def release(self):
+        """Forget every buffer (memory in use stays valid; it is freed with its last view)."""
+        with self.lock:
+            self.bufs.clear()
+
+
+ARENA = _Arena()
+
+
+def empty(n, dtype):
+    """``np.empty`` from the scratch arena (for large working arrays of the engine)."""
+    dtype = np.dtype(dtype)
+    return ARENA.take(n * dtype.itemsize + dtype.itemsize)[: n * dtype.itemsize].view(dtype)
+
+
+def alloc_soa(m, dtypes):
+    """Allocate one array of length ``m`` per dtype, carved from one buffer with a skew."""
+    dtypes = [np.dtype(d) for d in dtypes]
+    offs = []
+    pos = 0
+    for i, d in enumerate(dtypes):
+        pos = (pos + 63) // 64 * 64 + (i * _SKEW if i else 0)
+        offs.append(pos)
+        pos += m * d.itemsize
+    buf = ARENA.take(pos + 64)
+    base = (-buf.ctypes.data) % 64  # the arena's slices may start anywhere: realign
+    return [buf[base + o:base + o + m * d.itemsize].view(d) for o, d in zip(offs, dtypes)]
+
+
+def nthreads():
+    """Numba's thread count in this process."""
+    return numba.get_num_threads()
+
+
+def blocks(m, t):
+    """Bounds of ``t`` nearly equal blocks of ``range(m)``: ``t + 1`` int64 values."""
+    b = np.empty(t + 1, np.int64)
+    for i in range(t + 1):
+        b[i] = (m * i) // t
+    return b

@@ -1,0 +1,389 @@
+"""The CPU single-task solve: the whole forest of an edge set that fits on one worker.
+
+``parallel=True`` kernels over per-thread edge segments with per-thread best
+arrays, merged afterwards, so no two threads ever write the same slot.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from numba import njit, prange
+
+from mst_dist.kernels.contract import SolveRound, Solution
+from mst_dist.kernels.cpu.arena import alloc_soa, blocks, empty, nthreads
+from mst_dist.kernels.cpu.chunk import adopt
+from mst_dist.kernels.cpu.labels import compose_maps
+from mst_dist.kernels.cpu.phases import KMAX, jump, number
+
+__all__ = ["solve_local"]
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def _p_best(u, v, key, eid, seg, cnt, n_comp, bk, be, bo):
+    """Per-thread cheapest edge per component: key, edge id and the other end (role: map).
+
+    Keeping the edge id and the other endpoint beside the key (written only
+    when a minimum improves) spares the merge three random reads per
+    component into the edge arrays.
+    """
+    T = cnt.shape[0]
+    for t in prange(T):
+        tk = bk[t]
+        te = be[t]
+        to = bo[t]
+        for c in range(n_comp):
+            tk[c] = KMAX
+            te[c] = -1
+        for i in range(seg[t], seg[t] + cnt[t]):
+            a = u[i]
+            b = v[i]
+            k = key[i]
+            if k < tk[a] or (k == tk[a] and (te[a] < 0 or eid[i] < te[a])):
+                tk[a] = k
+                te[a] = eid[i]
+                to[a] = b
+            if k < tk[b] or (k == tk[b] and (te[b] < 0 or eid[i] < te[b])):
+                tk[b] = k
+                te[b] = eid[i]
+                to[b] = a
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def _p_relabel(u, v, key, eid, seg, cnt, M):
+    T = cnt.shape[0]
+    for t in prange(T):
+        j = seg[t]
+        for i in range(seg[t], seg[t] + cnt[t]):
+            a = M[u[i]]
+            b = M[v[i]]
+            if a != b:
+                u[j] = a
+                v[j] = b
+                key[j] = key[i]
+                eid[j] = eid[i]
+                j += 1
+        cnt[t] = j - seg[t]
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def _p_split(u, v, key, eid, seg, cnt, tk, te, lu, lv, lk, le, lseg, lcnt):
+    """Move edges with (key, eid) <= (tk, te) to the light arrays; compact the rest in place."""
+    T = cnt.shape[0]
+    for t in prange(T):
+        j = seg[t]
+        h = lseg[t]
+        for i in range(seg[t], seg[t] + cnt[t]):
+            k = key[i]
+            e = eid[i]
+            if k < tk or (k == tk and e <= te):
+                lu[h] = u[i]
+                lv[h] = v[i]
+                lk[h] = k
+                le[h] = e
+                h += 1
+            else:
+                u[j] = u[i]
+                v[j] = v[i]
+                key[j] = k
+                eid[j] = e
+                j += 1
+        cnt[t] = j - seg[t]
+        lcnt[t] = h - lseg[t]
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def _p_count_light(key, eid, seg, cnt, tk, te):
+    T = cnt.shape[0]
+    out = np.zeros(T, np.int64)
+    for t in prange(T):
+        a = 0
+        for i in range(seg[t], seg[t] + cnt[t]):
+            k = key[i]
+            if k < tk or (k == tk and eid[i] <= te):
+                a += 1
+        out[t] = a
+    return out
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def _p_compose_forward(cur, M):
+    for i in prange(cur.shape[0]):
+        cur[i] = M[cur[i]]
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def _p_dedupe(u, v, key, eid, seg, cnt):
+    """Keep only the lightest of parallel edges within each segment (role: filter-edges).
+
+    Open addressing on the unordered endpoint pair; a loser is dropped, the
+    segment compacted in place.  Any subset of parallel edges that keeps each
+    pair's lightest is safe to drop (the cycle property).
+    """
+    T = cnt.shape[0]
+    dropped = np.zeros(T, np.int64)
+    for t in prange(T):
+        s0 = seg[t]
+        n = cnt[t]
+        if n < 2:
+            continue
+        cap = 1
+        while cap < 2 * n:
+            cap *= 2
+        mask = np.uint64(cap - 1)
+        table = np.full(cap, -1, np.int64)
+        dead = np.zeros(n, np.bool_)
+        for i in range(s0, s0 + n):
+            a = np.uint64(u[i])
+            b = np.uint64(v[i])
+            if a > b:
+                a, b = b, a
+            h = ((a * np.uint64(0x9E3779B97F4A7C15)) ^ (b * np.uint64(0xC2B2AE3D27D4EB4F))) >> np.uint64(17)
+            h &= mask
+            while True:
+                p = table[h]
+                if p < 0:
+                    table[h] = i
+                    break
+                pa = np.uint64(u[p])
+                pb = np.uint64(v[p])
+                if pa > pb:
+                    pa, pb = pb, pa
+                if pa == a and pb == b:
+                    if key[i] < key[p] or (key[i] == key[p] and eid[i] < eid[p]):
+                        dead[p - s0] = True
+                        table[h] = i
+                    else:
+                        dead[i - s0] = True
+                    break
+                h = (h + np.uint64(1)) & mask
+        j = s0
+        for i in range(s0, s0 + n):
+            if not dead[i - s0]:
+                u[j] = u[i]
+                v[j] = v[i]
+                key[j] = key[i]
+                eid[j] = eid[i]
+                j += 1
+        dropped[t] = s0 + n - j
+        cnt[t] = j - s0
+    return dropped.sum()
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def _p_reduce_contract(bk, be, bo, n_comp, fin_off, finish, parent, has, M, chosen):
+    """Merge the threads' best edges and contract on dense arrays (roles: merge, contract, filter-nodes).
+
+    The dense twin of :func:`merge_candidates` followed by :func:`contract`
+    (same result), without building a sparse candidate set.  Returns
+    ``(n_chosen, n_next, n_finished)``; the chosen edge ids are written to
+    ``chosen[:n_chosen]`` (at most ``n_comp - 1`` of them).
+    """
+    T = bk.shape[0]
+    B = min(T * 4, n_comp // 65536 + 1)
+    # merge the per-thread minima; hook each component to the other end of its best edge
+    for c in prange(n_comp):
+        best_k = bk[0, c]
+        best_e = be[0, c]
+        best_o = bo[0, c]
+        for t in range(1, T):
+            e = be[t, c]
+            if e >= 0:
+                kk = bk[t, c]
+                if best_e < 0 or kk < best_k or (kk == best_k and e < best_e):
+                    best_k = kk
+                    best_e = e
+                    best_o = bo[t, c]
+        be[0, c] = best_e
+        if best_e >= 0:
+            parent[c] = best_o
+            has[c] = True
+        else:
+            parent[c] = c
+            has[c] = False
+    # a mutual pair keeps its smaller id as root (safe in place: only the
+    # partner reads parent[c] here, and its own test needs partner < c)
+    cnt = np.zeros(B + 1, np.int64)
+    for b in prange(B):
+        lo = (n_comp * b) // B
+        hi = (n_comp * (b + 1)) // B
+        a = 0
+        for c in range(lo, hi):
+            if has[c]:
+                o = parent[c]
+                if c < o and parent[o] == c:
+                    parent[c] = c
+                else:
+                    a += 1
+        cnt[b + 1] = a
+    for b in range(B):
+        cnt[b + 1] += cnt[b]
+    for b in prange(B):
+        lo = (n_comp * b) // B
+        hi = (n_comp * (b + 1)) // B
+        j = cnt[b]
+        for c in range(lo, hi):
+            if has[c] and parent[c] != c:
+                chosen[j] = be[0, c]
+                j += 1
+    jump(parent, n_comp)
+    n_next, n_fin = number(parent, has, n_comp, fin_off, finish, M, B)
+    return cnt[B], n_next, n_fin
+
+
+class _Segments:
+    """Edge arrays split into per-thread segments (each segment compacts in place)."""
+
+    def __init__(self, u, v, key, eid, T):
+        self.u, self.v, self.key, self.eid = u, v, key, eid
+        m = u.shape[0]
+        b = blocks(m, T)
+        self.seg = b[:-1].copy()
+        self.cnt = np.diff(b)
+
+    @property
+    def m(self):
+        return int(self.cnt.sum())
+
+
+def _sample_threshold(S, n_light, rng):
+    """A (key, eid) threshold with about ``n_light`` edges at or below it (sampled)."""
+    m = S.m
+    ns = min(m, 4096)
+    # sample positions uniformly over the live edges of all segments
+    cum = np.concatenate([[0], np.cumsum(S.cnt)])
+    r = np.sort(rng.integers(0, m, ns))
+    t = np.searchsorted(cum, r, side="right") - 1
+    pos = S.seg[t] + (r - cum[t])
+    ks = S.key[pos]
+    es = S.eid[pos]
+    order = np.lexsort((es, ks))
+    q = min(ns - 1, max(0, int(ns * n_light / m)))
+    j = order[q]
+    return ks[j], es[j]
+
+
+def solve_local(chunk, n_comp, finished_offset=0, *, relabel=None, light_factor=1.5,
+                min_degree=3.0, dedupe=0.0, seed=0):
+    """The whole forest of one chunk in this process (roles: all five, in a loop).
+
+    The chunk's ``u, v`` are component ids in ``[0, n_comp)``; its arrays
+    are consumed (compacted in place).  Borůvka rounds run on per-thread
+    segments with per-thread best arrays.  While the edges are many per
+    component (``m > min_degree * n``), a *light pass* first solves the about
+    ``light_factor * n`` lightest edges (a prefix of the strict order, found
+    by sampling), then relabels the heavy rest and drops what fell inside a
+    component: the filtering of GBBS and ECL-MST, which saves whole passes on
+    dense graphs.  With ``dedupe > 0``, after a relabel that leaves more than
+    ``dedupe`` edges per component, parallel edges are cut to the lightest of
+    each pair (within each thread's segment).
+
+    ``relabel``: an id map to apply to ``u, v`` first (with self-loops
+    dropped), in place: the filter-edges of a distributed round before it.
+    The input ids are then those of the map's *values*.
+
+    Returns a :class:`~mst_dist.kernels.contract.Solution`.
+    """
+    chunk = adopt(chunk)
+    u, v, key, eid = chunk.u, chunk.v, chunk.key, chunk.eid
+    T = max(1, nthreads())
+    rng = np.random.default_rng(seed)
+    S = _Segments(u, v, key, eid, T)
+    trace = []
+    if relabel is not None:
+        t0 = time.perf_counter()
+        m_before = S.m
+        _p_relabel(S.u, S.v, S.key, S.eid, S.seg, S.cnt, relabel)
+        trace.append(SolveRound(int(relabel.shape[0]), int(n_comp), m_before, S.m, 0,
+                                {"filter-edges": time.perf_counter() - t0}, filter_pass=True))
+    # scratch reused by every round (fresh allocations would page-fault each round)
+    n0 = max(1, int(n_comp))
+    bk_buf = empty(T * n0, np.uint64)
+    be_buf = empty(T * n0, np.int64)
+    bo_buf = empty(T * n0, u.dtype)
+    work = (empty(n0, np.int64), empty(n0, np.bool_))
+    maps = []          # round maps, input comp space first
+    ch_buf = empty(n0, np.int64)  # every round's chosen edge ids, back to back
+    n_chosen = [0]
+    n_cur = int(n_comp)
+    fin = int(finished_offset)
+
+    def boruvka(S, n_cur, finish, fin):
+        """Rounds until no edge is left in S; returns (n_cur, fin, maps)."""
+        local_maps = []
+        while True:
+            m_before = S.m
+            if m_before == 0 and not finish:
+                break
+            t0 = time.perf_counter()
+            bk = bk_buf[:T * n_cur].reshape(T, n_cur)
+            be = be_buf[:T * n_cur].reshape(T, n_cur)
+            bo = bo_buf[:T * n_cur].reshape(T, n_cur)
+            _p_best(S.u, S.v, S.key, S.eid, S.seg, S.cnt, np.int64(n_cur), bk, be, bo)
+            t1 = time.perf_counter()
+            M = empty(n_cur, np.int64)
+            n_ch, n_next, n_f = _p_reduce_contract(bk, be, bo, np.int64(n_cur), np.int64(fin),
+                                                   bool(finish), work[0][:n_cur], work[1][:n_cur], M,
+                                                   ch_buf[n_chosen[0]:])
+            n_chosen[0] += int(n_ch)
+            n_next = int(n_next)
+            n_f = int(n_f)
+            t3 = time.perf_counter()
+            local_maps.append(M)
+            if n_next:
+                _p_relabel(S.u, S.v, S.key, S.eid, S.seg, S.cnt, M)
+                if dedupe > 0 and S.m > dedupe * n_next:
+                    _p_dedupe(S.u, S.v, S.key, S.eid, S.seg, S.cnt)
+            else:
+                S.cnt[:] = 0
+            t4 = time.perf_counter()
+            # merge, contract and filter-nodes are one fused kernel here
+            trace.append(SolveRound(n_cur, n_next, m_before, S.m, int(n_ch),
+                                    {"map": t1 - t0, "contract": t3 - t1, "filter-edges": t4 - t3},
+                                    light=not finish))
+            fin += n_f
+            n_cur = n_next
+            if n_cur == 0 or (not finish and S.m == 0):
+                break
+        return n_cur, fin, local_maps
+
+    while True:
+        m = S.m
+        if n_cur and m > min_degree * n_cur and light_factor > 0:
+            tk, te = _sample_threshold(S, light_factor * n_cur, rng)
+            lc = _p_count_light(S.key, S.eid, S.seg, S.cnt, tk, te)
+            nl = int(lc.sum())
+            lu, lv, lk, le = alloc_soa(nl, [S.u.dtype, S.v.dtype, np.uint64, np.int64])
+            lseg = np.concatenate([[0], np.cumsum(lc)[:-1]]).astype(np.int64)
+            lcnt = np.zeros(T, np.int64)
+            _p_split(S.u, S.v, S.key, S.eid, S.seg, S.cnt, tk, te, lu, lv, lk, le, lseg, lcnt)
+            L = _Segments(lu, lv, lk, le, T)
+            L.seg, L.cnt = lseg, lcnt
+            n_before = n_cur
+            n_cur, fin, lmaps = boruvka(L, n_cur, False, fin)
+            del L, lu, lv, lk, le
+            if lmaps:
+                # one map for the whole light pass, then relabel the heavy edges once
+                P = lmaps[0].copy()
+                for Mx in lmaps[1:]:
+                    _p_compose_forward(P, Mx)
+                maps.append(P)
+                t0 = time.perf_counter()
+                m_h = S.m
+                _p_relabel(S.u, S.v, S.key, S.eid, S.seg, S.cnt, P)
+                if dedupe > 0 and S.m > dedupe * n_cur:
+                    _p_dedupe(S.u, S.v, S.key, S.eid, S.seg, S.cnt)
+                trace.append(SolveRound(n_before, n_cur, m_h, S.m, 0,
+                                        {"filter-edges": time.perf_counter() - t0}, filter_pass=True))
+            continue
+        n_cur, fin, fmaps = boruvka(S, n_cur, True, fin)
+        maps.extend(fmaps)
+        break
+    if not maps:
+        M = -(np.arange(int(n_comp), dtype=np.int64) + int(finished_offset) + 1)
+        return Solution(M, np.zeros(0, np.int64), int(n_comp), trace)
+    # compose the maps back to the input component space: filter-nodes' bookkeeping
+    t0 = time.perf_counter()
+    final = compose_maps(maps)
+    trace[-1].phase_seconds["filter-nodes"] = time.perf_counter() - t0
+    return Solution(final, ch_buf[:n_chosen[0]], fin - int(finished_offset), trace)
