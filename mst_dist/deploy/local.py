@@ -37,9 +37,10 @@ def local_gpu(backend):
     """
     if backend == "cpu":
         return False
+    from mst_dist import config
     from mst_dist.kernels.gpu import GPU_INSTALL_HINT, GPUUnavailableError, gpu_ready
 
-    ok, reason = gpu_ready()
+    ok, reason = gpu_ready(config.get("gpu.array-module", None, "cupy"))
     if ok:
         return True
     if backend == "gpu":
