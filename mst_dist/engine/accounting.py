@@ -40,20 +40,20 @@ def local_rounds(rnd, rec, wall):
     time less preparation) and its host/device copies are charged to its
     first round.
     """
-    kernel = sum(sum(t["phase_seconds"].values()) for t in rec.trace)
+    kernel = sum(sum(t.phase_seconds.values()) for t in rec.trace)
     out = []
     for j, t in enumerate(rec.trace):
-        ps = dict(t["phase_seconds"])
-        mode = "local-filter" if t.get("filter_pass") else ("local-light" if t.get("light") else "local")
+        ps = dict(t.phase_seconds)
+        mode = "local-filter" if t.filter_pass else ("local-light" if t.light else "local")
         first = j == 0
         out.append(RoundStats(
-            round=rnd + j, mode=mode, components_before=t["components_before"],
-            components_after=t["components_after"], edges_before=t["edges_before"],
-            edges_after=t["edges_after"], forest_edges=t["forest_edges"], phase_seconds=ps,
+            round=rnd + j, mode=mode, components_before=t.components_before,
+            components_after=t.components_after, edges_before=t.edges_before,
+            edges_after=t.edges_after, forest_edges=t.forest_edges, phase_seconds=ps,
             wall_seconds=sum(ps.values()) + ((wall - kernel - rec.prepare) if first else 0.0),
             bytes_moved=0, tasks=4 if first else 0,
             h2d_bytes=rec.h2d if first else 0, d2h_bytes=rec.d2h if first else 0,
-            gpu_edges=t["edges_before"] if rec.kind == "gpu" else 0))
+            gpu_edges=t.edges_before if rec.kind == "gpu" else 0))
     return out
 
 

@@ -30,7 +30,8 @@ from mst_dist.engine.placement import measure_throughput, place, placement_stats
 from mst_dist.engine.plan import plan_run
 from mst_dist.engine.rounds import RoundBuilder
 from mst_dist.graph import Graph
-from mst_dist.kernels import cpu, gpu
+from mst_dist.kernels import cpu
+from mst_dist.kernels.contract import take_to_host
 from mst_dist.result import MSFResult, RunStats, exact_total
 
 logger = logging.getLogger("mst_dist")
@@ -133,7 +134,6 @@ class Driver:
         self.ranges = self.g.chunk_ranges(self.plan.partitions)
         self.places = place(self.ranges, self.throughput)
         self.builder = RoundBuilder(self.client, self.token, n_vertices=self.g.n_vertices, backend=self.backend,
-                                    packing=gpu.packing_for(self.g.weight_dtype),
                                     split_every=self.split_every, places=self.places)
         used = kinds if self.throughput is None else {self.kinds[w] for w in self.throughput}
         self.stats = RunStats(partitions=len(self.ranges), workers=self.n_workers, threads=self.threads,
@@ -294,7 +294,7 @@ class Driver:
         if g.in_memory and len(g.sources) == 1:
             s = g.sources[0]
             if s.on_device:
-                return tuple(gpu.take_to_host(a, edge_ids) for a in (s.src, s.dst, s.weight))
+                return tuple(take_to_host(a, edge_ids) for a in (s.src, s.dst, s.weight))
             src, dst, w = np.asarray(s.src), np.asarray(s.dst), np.asarray(s.weight)
             if src.dtype.kind in "iu" and dst.dtype.kind in "iu" and w.dtype.kind in "iuf" and w.dtype != np.float16:
                 return cpu.take_rows(src, dst, w, edge_ids)

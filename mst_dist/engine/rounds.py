@@ -40,12 +40,11 @@ class RoundBuilder:
     round submitted ahead and dropped never shares keys with its replacement.
     """
 
-    def __init__(self, client, token, *, n_vertices, backend, packing, split_every, places):
+    def __init__(self, client, token, *, n_vertices, backend, split_every, places):
         self.client = client
         self.token = token
         self.n_vertices = n_vertices
         self.backend = backend
-        self.packing = packing
         self.split_every = split_every
         self.places = places
         self._submissions = itertools.count()
@@ -97,7 +96,7 @@ class RoundBuilder:
         c = self.client
         sub = next(self._submissions)
         pins = self._pins(len(chunks))
-        outs = [c.submit(tasks.map_round, ch, rmap, n_comp, self.backend, self.packing,
+        outs = [c.submit(tasks.map_round, ch, rmap, n_comp, self.backend,
                          key=self.key("map", rnd, i, sub), **pin(pins[i]))
                 for i, ch in enumerate(chunks)]
         edges = [c.submit(operator.getitem, o, 0, key=self.key("edges", rnd, i, sub))
@@ -129,7 +128,7 @@ class RoundBuilder:
         """
         c = self.client
         rate = min(1.0, 8192 / max(1, edges_left))
-        samples = c.gather([c.submit(tasks.sample, ch, rate, i, key=self.key("sample", 0, i))
+        samples = c.gather([c.submit(tasks.sample, ch, rate, i, self.backend, key=self.key("sample", 0, i))
                             for i, ch in enumerate(chunks)])
         ks = np.concatenate([x[0] for x in samples])
         es = np.concatenate([x[1] for x in samples])
@@ -138,7 +137,7 @@ class RoundBuilder:
             return None
         order = np.lexsort((es, ks))
         tk, te = ks[order[q]], es[order[q]]
-        outs = [c.submit(tasks.split_light, ch, None, tk, te, key=self.key("filter", 0, i), **pin(self.places[i]))
+        outs = [c.submit(tasks.split_light, ch, None, tk, te, self.backend, key=self.key("filter", 0, i), **pin(self.places[i]))
                 for i, ch in enumerate(chunks)]
         light = [c.submit(operator.getitem, o, 0, key=self.key("light", 0, i)) for i, o in enumerate(outs)]
         heavy = [c.submit(operator.getitem, o, 1, key=self.key("heavy", 0, i)) for i, o in enumerate(outs)]
@@ -163,7 +162,7 @@ class RoundBuilder:
         """
         c = self.client
         out = c.submit(tasks.solve_local, chunks, rmap, n_comp, prev, self.n_vertices, light_factor,
-                       min_degree, raw_offsets, self.backend, self.packing, key=self.key("local", rnd),
+                       min_degree, raw_offsets, self.backend, key=self.key("local", rnd),
                        pure=False, **pin(worker))
         return (c.submit(operator.getitem, out, 0, key=self.key("rmap", rnd)),
                 c.submit(operator.getitem, out, 1, key=self.key("chosen", rnd)),

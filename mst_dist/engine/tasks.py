@@ -17,17 +17,21 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import replace
 
 import numpy as np
 from dask.sizeof import sizeof
 
+from mst_dist import config
 from mst_dist.engine.records import ChunkStats, LocalRecord, RoundRecord
 from mst_dist.graph import check_edges
-from mst_dist.kernels import cpu, gpu
-from mst_dist.kernels.gpu import DeviceChunk
+from mst_dist.kernels import backend as kernel_backend
+from mst_dist.kernels import gpu
+from mst_dist.kernels.contract import Chunk, take_to_host
 
-@sizeof.register(DeviceChunk)
-def _sizeof_device_chunk(chunk):
+
+@sizeof.register(Chunk)
+def _sizeof_chunk(chunk):
     # host memory only: a worker's memory manager must not spill device chunks
     # to disk for host bytes they do not use (device memory is dask-cuda's business)
     return chunk.nbytes if chunk.xp is np else 512
@@ -64,60 +68,65 @@ def worker_resources(worker=None):
     return res
 
 
-def gpu_xp(backend):
-    """The GPU kernels' array module if this task should run them, else ``None``.
+def array_module_name():
+    """The GPU kernels' array module on this process: ``mst.gpu.array-module`` (``"cupy"``)."""
+    return config.get("gpu.array-module", None, "cupy")
+
+
+def kernels_for(backend):
+    """The kernels this task runs: the GPU backend or the CPU one.
 
     GPU kernels run on a worker that advertises a ``GPU`` resource and can
     run them (CuPy and a device, or the NumPy stand-in), unless the run's
     backend is ``"cpu"``.  The choice is the worker's, not the driver's, so a
     task that Dask moves to another kind of worker (a lost worker, work
     stealing) still runs the right kernels: the result is the same either way.
+    Either way the task calls the same functions (the kernel contract).
     """
-    if backend == "cpu" or not worker_resources().get("GPU", 0):
-        return None
-    if not gpu.gpu_ready()[0]:
-        return None
-    return gpu.array_module()
+    if backend != "cpu" and worker_resources().get("GPU", 0):
+        name = array_module_name()
+        if gpu.gpu_ready(name)[0]:
+            return kernel_backend("gpu", xp=name)
+    return kernel_backend("cpu")
+
+
+def host_kernels():
+    """The kernels of the records on the host (merge, contract, labels, forest), on any worker."""
+    return kernel_backend("cpu")
 
 
 def probe():
     """Run on a GPU worker: can it run the GPU kernels? ``(ok, reason, device bytes or None)``."""
-    ok, reason = gpu.gpu_ready()
+    name = array_module_name()
+    ok, reason = gpu.gpu_ready(name)
     mem = None
     if ok:
         try:
-            mem = gpu.device_memory(gpu.array_module())
+            mem = gpu.device_memory(gpu.array_module(name))
         except Exception:  # informative only
             mem = None
     return ok, reason, mem
 
 
-def _as_cpu(chunk):
-    return chunk.to_cpu() if isinstance(chunk, DeviceChunk) else chunk
-
-
 def prepare(raw, offset, n_vertices, backend="cpu"):
-    xp = gpu_xp(backend)
-    if xp is not None:
-        return gpu.prepare_chunk(raw[0], raw[1], raw[2], offset, n_vertices, xp)
-    return cpu.prepare_chunk(gpu.to_host(raw[0]), gpu.to_host(raw[1]), gpu.to_host(raw[2]), offset, n_vertices)
-
-
-def _nbytes(arrs):
-    return int(sum(a.nbytes for a in arrs))
+    return kernels_for(backend).prepare(raw, offset, n_vertices)
 
 
 _DEVICE_MAPS = {}
 _DEVICE_MAPS_LOCK = threading.Lock()
 
 
-def _device_map(M, xp):
-    """A round map on the device: ``(array, bytes copied)``; copied once per worker, not per chunk."""
+def _device_map(M, kern):
+    """A round map in the kernels' memory: ``(array, bytes copied)``; copied once per worker, not per chunk."""
+    if M is None:
+        return None, 0
     with _DEVICE_MAPS_LOCK:
         hit = _DEVICE_MAPS.get(id(M))
         if hit is not None and hit[0] is M:
             return hit[1], 0
-    dev, nb = gpu.to_device(M, xp)
+    dev, nb = kern.to_device(M)
+    if not nb:  # host kernels: nothing copied, nothing to keep
+        return dev, 0
     with _DEVICE_MAPS_LOCK:
         if len(_DEVICE_MAPS) >= 2:  # a round's maps need the last map; the round submitted ahead, its own
             _DEVICE_MAPS.pop(next(iter(_DEVICE_MAPS)))
@@ -133,44 +142,29 @@ def forget_device_maps():
     return n
 
 
-def map_round(chunk, rmap, n_comp, backend="cpu", packing="rank"):
+def map_round(chunk, rmap, n_comp, backend="cpu"):
     if n_comp is None:
         n_comp = rmap[1]
-    xp = gpu_xp(backend)
+    kern = kernels_for(backend)
     t0 = time.perf_counter()
-    h2d = d2h = 0
-    if xp is not None:
-        ch = gpu.ensure_device(chunk, packing, xp)
-        m_in = len(ch)
-        h2d = ch.h2d
-        if rmap is None:
-            cand, d2h = gpu.map_chunk(ch, n_comp)
-            new = ch.replace(ch.u, ch.v, ch.pk) if h2d else ch  # its upload reported once
-        else:
-            M, nb = _device_map(rmap[0], xp)
-            h2d += nb
-            new, cand, d2h = gpu.filter_map_chunk(ch, M, n_comp)
-        m_out = len(new)
-    else:
-        chunk = _as_cpu(chunk)
-        m_in = chunk[0].shape[0]
-        if rmap is None:
-            cand = cpu.map_chunk(*chunk, n_comp)
-            new = chunk
-        else:
-            new, cand = cpu.filter_map_chunk(*chunk, rmap[0], n_comp)
-        m_out = new[0].shape[0]
+    ch = kern.adopt(chunk)
+    m_in = len(ch)
+    M, nb = _device_map(None if rmap is None else rmap[0], kern)
+    new, cand = kern.map(ch, n_comp, M)
+    h2d = new.h2d + nb
+    if new.h2d:  # its upload is reported once
+        new = replace(new, h2d=0)
     dt = time.perf_counter() - t0
-    stats = ChunkStats(edges_in=m_in, edges=m_out, map=dt, cand_bytes=_nbytes(cand), h2d=h2d, d2h=d2h,
-                       gpu_edges_in=m_in if xp is not None else 0)
+    stats = ChunkStats(edges_in=m_in, edges=len(new), map=dt, cand_bytes=cand.nbytes, h2d=h2d,
+                       d2h=cand.d2h, gpu_edges_in=m_in if kern.name == "gpu" else 0)
     return new, (cand, stats)
 
 
 def merge(*parts):
     t0 = time.perf_counter()
-    cand = cpu.merge_candidates([p[0] for p in parts])
+    cand = host_kernels().merge([p[0] for p in parts])
     dt = time.perf_counter() - t0
-    return cand, ChunkStats.combine([p[1] for p in parts], _nbytes(cand), dt)
+    return cand, ChunkStats.combine([p[1] for p in parts], cand.nbytes, dt)
 
 
 def contract(merged, n_comp, prev, finish=True):
@@ -179,7 +173,7 @@ def contract(merged, n_comp, prev, finish=True):
     cand, st = merged
     fin_off = 0 if prev is None else prev.finished_total
     t0 = time.perf_counter()
-    M, chosen, n_next, n_fin = cpu.contract(*cand, n_comp, fin_off, finish)
+    M, chosen, n_next, n_fin = host_kernels().contract(cand, n_comp, fin_off, finish)
     dt = time.perf_counter() - t0
     rec = RoundRecord(chunks=st, contract=dt, n_comp=n_comp, n_next=n_next, n_finished=n_fin,
                       finished_total=fin_off + n_fin, forest_edges=int(chosen.shape[0]),
@@ -188,103 +182,71 @@ def contract(merged, n_comp, prev, finish=True):
 
 
 def solve_local(chunks, rmap, n_comp, prev, n_vertices, light_factor, min_degree, raw_offsets=None,
-           backend="cpu", packing="rank"):
-    """Gather the edges left and finish on this worker with the parallel solver."""
-    xp = gpu_xp(backend)
-    if xp is not None:
-        return _solve_local_gpu(chunks, rmap, n_comp, prev, n_vertices, raw_offsets, packing, xp,
-                          light_factor, min_degree)
+                backend="cpu"):
+    """Gather the edges left and finish on this worker with the single-task solver.
+
+    On a GPU worker the chunks already on its device stay there.
+    """
+    kern = kernels_for(backend)
     t0 = time.perf_counter()
     if raw_offsets is not None:
-        raws = [tuple(gpu.to_host(a) for a in r) for r in chunks]
-        u, v, k, e = cpu.prepare_many(raws, raw_offsets, n_vertices)
+        ch = kern.prepare_many(chunks, raw_offsets, n_vertices)
     else:
-        u, v, k, e = cpu.concat_chunks([_as_cpu(c) for c in chunks], n_vertices)
+        ch = kern.concat(chunks, n_vertices)
+    # the last distributed round's filter-edges runs inside the solve (in place on the CPU)
+    relabel, nb = _device_map(None if rmap is None else rmap[0], kern)
+    kern.synchronize()
     t1 = time.perf_counter()
-    m_in = int(u.shape[0])
+    m_in = len(ch)
     fin_off = 0 if prev is None else prev.finished_total
-    t2 = time.perf_counter()
-    trace = []
-    # the last distributed round's filter-edges runs inside the solve, in place
-    M, chosen, n_fin = cpu.solve_local(u, v, k, e, n_comp, fin_off, light_factor=light_factor,
-                                       min_degree=min_degree, trace=trace,
-                                       relabel=None if rmap is None else rmap[0])
-    rec = LocalRecord(kind="cpu", prepare=t1 - t0, solve=time.perf_counter() - t2, edges_in=m_in,
-                      finished_total=fin_off + n_fin, forest_edges=int(chosen.shape[0]), trace=trace)
-    return (M, 0), chosen, rec
+    sol = kern.solve_local(ch, n_comp, fin_off, relabel=relabel, light_factor=light_factor,
+                           min_degree=min_degree)
+    rec = LocalRecord(kind=kern.name, prepare=t1 - t0, solve=time.perf_counter() - t1, edges_in=m_in,
+                      finished_total=fin_off + sol.n_finished, forest_edges=int(sol.chosen.shape[0]),
+                      trace=sol.rounds, h2d=ch.h2d + nb, d2h=sol.d2h)
+    return (sol.M, 0), sol.chosen, rec
 
 
-def _solve_local_gpu(chunks, rmap, n_comp, prev, n_vertices, raw_offsets, packing, xp, light_factor, min_degree):
-    """The single-task solve on this worker's device (the chunks already there stay there)."""
-    t0 = time.perf_counter()
-    if raw_offsets is not None:
-        dev = [gpu.prepare_chunk(r[0], r[1], r[2], off, n_vertices, xp)
-               for r, off in zip(chunks, raw_offsets)]
-    else:
-        dev = [gpu.ensure_device(c, packing, xp) for c in chunks]
-    ch = gpu.concat(dev, xp)
-    h2d = sum(c.h2d for c in dev)
-    relabel = None
-    if rmap is not None:
-        relabel, nb = _device_map(rmap[0], xp)
-        h2d += nb
-    gpu.synchronize(xp)
-    t1 = time.perf_counter()
-    fin_off = 0 if prev is None else prev.finished_total
-    trace = []
-    M, chosen, n_fin = gpu.solve_local(ch, n_comp, fin_off, relabel=relabel, trace=trace,
-                                       light_factor=light_factor, min_degree=min_degree)
-    rec = LocalRecord(kind="gpu", prepare=t1 - t0, solve=time.perf_counter() - t1, edges_in=len(ch),
-                      finished_total=fin_off + n_fin, forest_edges=int(chosen.shape[0]), trace=trace,
-                      h2d=h2d, d2h=int(M.nbytes + chosen.nbytes))
-    return (M, 0), chosen, rec
-
-
-def sample(chunk, rate, seed):
+def sample(chunk, rate, seed, backend="cpu"):
     """A uniform sample of a chunk's (key, eid) pairs (role: filter, for the light/heavy threshold)."""
     m = count_edges(chunk)
     k = min(m, int(np.ceil(m * rate)))
     if k == 0:
         return np.zeros(0, np.uint64), np.zeros(0, np.int64)
     pos = np.random.default_rng(seed).choice(m, k, replace=False)
-    if isinstance(chunk, DeviceChunk):
-        return gpu.sample(chunk, pos)
-    return chunk[2][pos], chunk[3][pos]
+    kern = kernels_for(backend)
+    return kern.sample(kern.adopt(chunk), pos)
 
 
-def split_light(chunk, rmap, tk, te):
+def split_light(chunk, rmap, tk, te, backend="cpu"):
     """Pending relabel, then the chunk's light edges (<= threshold) apart from its heavy ones."""
-    if isinstance(chunk, DeviceChunk):
-        M = None if rmap is None else _device_map(rmap[0], chunk.xp)[0]
-        return gpu.split_light(chunk, M, tk, te)
-    return cpu.split_light(*chunk, None if rmap is None else rmap[0], tk, te)
+    kern = kernels_for(backend)
+    M, _ = _device_map(None if rmap is None else rmap[0], kern)
+    return kern.split_light(kern.adopt(chunk), M, tk, te)
 
 
 def compose_forward(*maps):
     """One map for a whole light pass: input comp -> comp after the pass."""
-    P = maps[0][0].copy()
-    for M in maps[1:]:
-        cpu._p_compose_forward(P, M[0])
-    return P, maps[-1][1]
+    return host_kernels().compose_maps([m[0] for m in maps]), maps[-1][1]
 
 
 def count_edges(chunk):
-    return len(chunk) if isinstance(chunk, DeviceChunk) else int(chunk[0].shape[0])
+    return len(chunk)
 
 
 def labels(n_vertices, *maps):
-    return cpu.compose_labels([m[0] for m in maps], n_vertices)
+    return host_kernels().labels([m[0] for m in maps], n_vertices)
 
 
 def forest_ids(*chosen):
-    return cpu.sorted_ids(list(chosen))
+    return host_kernels().forest_ids(list(chosen))
 
 
 def rows(raw, offset, edge_ids):
     lo = np.searchsorted(edge_ids, offset)
     hi = np.searchsorted(edge_ids, offset + raw[0].shape[0])
     loc = edge_ids[lo:hi] - offset
-    return tuple(gpu.take_to_host(a, loc) for a in raw[:3])
+    return tuple(take_to_host(a, loc) for a in raw[:3])
 
 
 THROUGHPUT = {}  # (worker address, kind) -> measured edges/second, kept for later runs
@@ -303,15 +265,13 @@ def calibrate(backend, m, want_gpu, seed=0):
     w = rng.integers(0, 1 << 20, m).astype(np.int32)
     M = (np.arange(n) // 2).astype(np.int64)
     best = float("inf")
-    xp = gpu_xp(backend) if want_gpu else None
-    bk = backend if xp is not None else "cpu"
+    kern = kernels_for(backend if want_gpu else "cpu")
     for _ in range(3):
         t0 = time.perf_counter()
-        ch = prepare((src, dst, w), 0, n, bk)
-        new, _ = map_round(ch, None, n, bk, "i32")
-        map_round(new, (M, n // 2), n // 2, bk, "i32")
-        if xp is not None:
-            gpu.synchronize(xp)
+        ch = kern.prepare((src, dst, w), 0, n)
+        new, _ = kern.map(ch, n)
+        kern.map(new, n // 2, kern.to_device(M)[0])
+        kern.synchronize()
         best = min(best, time.perf_counter() - t0)
     return m / max(best, 1e-9)
 

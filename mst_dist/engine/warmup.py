@@ -58,9 +58,9 @@ def _pipeline(weight_dtype):
         outs1 = [d.map_round(o[0], rmap, n1) for o in outs]
         d.contract(d.merge(*[o[1] for o in outs1]), n1, st, False)
     # the light-edge pass's split, and its map composition
-    keys = chunks[0][2]
+    keys, eids = chunks[0].key, chunks[0].eid
     if keys.shape[0]:
-        d.split_light(chunks[0], rmap, keys[keys.shape[0] // 2], chunks[0][3][keys.shape[0] // 2])
+        d.split_light(chunks[0], rmap, keys[keys.shape[0] // 2], eids[keys.shape[0] // 2])
     d.compose_forward(rmap, rmap)
     # the single-task solve: from the raw chunks, and from relabelled chunks
     d.solve_local(raws, None, n, None, n, 1.5, 3.0, offsets)
@@ -69,20 +69,18 @@ def _pipeline(weight_dtype):
     d.forest_ids(chosen0, chosen1)
 
 
-def _gpu_pipeline(weight_dtype, xp):
-    from mst_dist.kernels import gpu
-
+def _gpu_pipeline(weight_dtype, kern):
     n, src, dst, w = _tiny(weight_dtype)
     half = src.shape[0] // 2
-    a = gpu.prepare_chunk(src[:half], dst[:half], w[:half], 0, n, xp)
-    b = gpu.prepare_chunk(src[half:], dst[half:], w[half:], half, n, xp)
-    gpu.map_chunk(a, n)
-    M, _ = gpu.to_device((np.arange(n) // 2).astype(np.int64), xp)
-    gpu.filter_map_chunk(b, M, n // 2)
-    key, eid = gpu.sample(a, [0])
-    gpu.split_light(a, M, key[0], eid[0])
-    gpu.solve_local(gpu.concat([a, b], xp), n, 0, relabel=M[: n])
-    gpu.synchronize(xp)
+    a = kern.prepare((src[:half], dst[:half], w[:half]), 0, n)
+    b = kern.prepare((src[half:], dst[half:], w[half:]), half, n)
+    kern.map(a, n)
+    M, _ = kern.to_device((np.arange(n) // 2).astype(np.int64))
+    kern.map(b, n // 2, M)
+    key, eid = kern.sample(a, [0])
+    kern.split_light(a, M, key[0], eid[0])
+    kern.solve_local(kern.concat([a, b], n), n, 0, relabel=M[: n])
+    kern.synchronize()
 
 
 def warm(weight_dtypes=("int64", "float64"), gpu=False):
@@ -94,22 +92,23 @@ def warm(weight_dtypes=("int64", "float64"), gpu=False):
     for dt in weight_dtypes:
         _pipeline(dt)
     if gpu:
-        from mst_dist.kernels.gpu import array_module
+        from mst_dist.engine.tasks import array_module_name
+        from mst_dist.kernels import backend
 
-        xp = array_module()
+        kern = backend("gpu", xp=array_module_name())
         for dt in ("int32", "float32", "float64"):
-            _gpu_pipeline(dt, xp)
+            _gpu_pipeline(dt, kern)
     return time.perf_counter() - t0
 
 
 def _is_gpu_worker(worker):
-    from mst_dist.engine.tasks import worker_resources
+    from mst_dist.engine.tasks import array_module_name, worker_resources
 
     if worker is None or not worker_resources(worker).get("GPU", 0):
         return False
     from mst_dist.kernels.gpu import gpu_ready
 
-    ok, reason = gpu_ready()
+    ok, reason = gpu_ready(array_module_name())
     if not ok:
         logger.warning("this worker advertises a GPU but cannot run the GPU kernels: %s", reason)
     return ok
