@@ -32,7 +32,6 @@ import time
 
 from mst_dist.environment import loadavg, machine_info
 
-
 FILES = [
     # (key, file name, write_graph format and options, float weights)
     ("edgelist (tsv, int)", "edges.tsv", ("edgelist", {"delimiter": "\t"}), False),

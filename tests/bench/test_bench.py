@@ -8,6 +8,7 @@ pytest.importorskip("scipy")
 pytest.importorskip("rustworkx")
 
 from mst_dist import bench  # noqa: E402
+from mst_dist.bench import gpu as bench_gpu  # noqa: E402
 from support import ROOT
 
 
@@ -127,7 +128,7 @@ GPU_TINY = {
     ],
 }
 
-needs_no_gpu = pytest.mark.skipif(bench._cuda()[0] is not None,
+needs_no_gpu = pytest.mark.skipif(bench_gpu.cupy_device()[0] is not None,
                                   reason="a CUDA device is visible: the GPU methods would run")
 
 
@@ -154,11 +155,11 @@ def test_validate_config_gpu_methods_and_targets():
 def test_gpu_method_status_reasons(monkeypatch):
     import dask.config
 
-    if bench._cuda()[0] is None:
+    if bench_gpu.cupy_device()[0] is None:
         xp, reason = bench.gpu_method_status("cugraph")
         assert xp is None and "cupy" in reason.lower()
     # as if CuPy saw a device: engine-gpu still refuses the NumPy stand-in (no GPU numbers from it)
-    monkeypatch.setattr(bench, "_cuda", lambda: (object(), None))
+    monkeypatch.setattr(bench_gpu, "cupy_device", lambda: (object(), None))
     with dask.config.set({"mst.gpu.array-module": "numpy"}):
         xp, reason = bench.gpu_method_status("engine-gpu")
     assert xp is None and "array-module is 'numpy'" in reason
@@ -299,7 +300,7 @@ def test_cugraph_method_with_stand_in(tmp_path, monkeypatch):
     import numpy as np
 
     monkeypatch.setitem(sys.modules, "pylibcugraph", _FakePylibcugraph)
-    monkeypatch.setattr(bench, "gpu_method_status",
+    monkeypatch.setattr(bench_gpu, "gpu_method_status",
                         lambda m: (np, None) if m == "cugraph" else (None, "stand-in test: no GPU"))
     cfg = {**GPU_TINY, "methods": ["kernels-loop", "engine-gpu", "cugraph"]}
     report = bench.run_bench(cfg, tmp_path, log=lambda msg: None)
@@ -325,7 +326,7 @@ def test_engine_gpu_method_on_numpy_stand_in(tmp_path, monkeypatch):
     import dask.config
     import numpy as np
 
-    monkeypatch.setattr(bench, "gpu_method_status",
+    monkeypatch.setattr(bench_gpu, "gpu_method_status",
                         lambda m: (np, None) if m == "engine-gpu" else (None, "stand-in test"))
     cfg = {**GPU_TINY, "methods": ["engine", "engine-gpu"]}
     with dask.config.set({"mst.gpu.array-module": "numpy"}):

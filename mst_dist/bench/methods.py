@@ -1,0 +1,192 @@
+"""The CPU methods: the engine, the engine's kernels in a plain loop, scipy and rustworkx.
+
+Each is timed "from int64 edge arrays in memory to the result in hand"; a run
+(``fn(ctx)``, see :mod:`mst_dist.bench.timing`) returns its times and answers:
+
+``engine``
+    ``Graph.from_arrays`` (validation included) and ``minimum_spanning_forest``
+    on the embedded default cluster (``mst_dist.deploy.local.embedded()``), started
+    once for the whole benchmark; its start and stop are timed once apart.
+``engine-distributed``
+    The same with ``local_finish=0``: every round as Dask tasks, to measure the
+    Dask overhead per round (round wall time minus kernel time).
+``kernels-loop``
+    The engine's own kernels chained in a plain loop, no Dask:
+    ``prepare_many`` -> ``solve_local`` -> ``compose_labels``, sorted edge ids,
+    rows gathered, total weight.  The bar for the Dask driver's overhead.
+``kernels-loop-dedupe``
+    The same, keeping only the lightest of parallel edges after each relabel
+    (whether that filter-edges option pays; configs/bench-dedupe.yaml).
+``scipy``
+    CSR built with scipy's own linear ``coo_tocsr`` kernel *without* summing
+    duplicate entries (``csr_matrix((w, (i, j)))`` would add up parallel edges
+    and give a wrong forest), int32 indices, float64 data; then
+    ``scipy.sparse.csgraph.minimum_spanning_tree``.  Build and call are timed
+    apart and together.
+``rustworkx``
+    ``PyGraph(multigraph=True)``, ``add_nodes_from``, ``extend_from_weighted_edge_list``
+    from Python lists of tuples in chunks; then ``minimum_spanning_edges``.  The
+    build (slow: Python objects) is timed ``rustworkx.build_repeat`` times
+    (default once); the call after a warm-up, ``repeat`` times
+    (:func:`rustworkx_method`, which runs them all itself).
+
+:data:`ONCE` holds one run of each method but rustworkx.
+"""
+from __future__ import annotations
+
+import gc
+import time
+
+import numpy as np
+
+from mst_dist.bench.timing import as_exact, collect, cpu_seconds, crc
+
+__all__ = ["ONCE", "engine_settings", "rustworkx_method"]
+
+
+def engine_settings():
+    """The engine's light-pass settings, which the kernel loop uses too: ``(light_factor, min_degree)``."""
+    from mst_dist import config
+
+    return config.get("filter.light-factor"), config.get("filter.min-degree")
+
+
+def _engine_once(ctx, local_finish=None):
+    """One engine run on the embedded cluster: validation, then the forest."""
+    from mst_dist.api import minimum_spanning_forest
+    from mst_dist.graph import Graph
+
+    src, dst, w, n = ctx["arrays"]
+    t0 = time.perf_counter()
+    g = Graph.from_arrays(src, dst, w, n_vertices=n)
+    t1 = time.perf_counter()
+    # backend="cpu": on a GPU machine this still measures the CPU workers
+    res = minimum_spanning_forest(g, ctx["client"], local_finish=local_finish, backend="cpu")
+    t2 = time.perf_counter()
+    out = {"times": {"total": t2 - t1 + (t1 - t0), "validate": t1 - t0, "msf": t2 - t1},
+           "total_weight": res.total_weight, "forest_edges": res.n_forest_edges,
+           "components": res.n_components, "edge_ids_crc32": crc(res.edge_ids),
+           "stats": res.stats}
+    del res, g
+    return out
+
+
+def _kernels_once(ctx, dedupe=0.0):
+    """One run of the engine's CPU kernels chained without Dask."""
+    from mst_dist.kernels import cpu
+    from mst_dist.result import exact_total
+
+    src, dst, w, n = ctx["arrays"]
+    lf, md = ctx["engine_settings"]
+    t0 = time.perf_counter()
+    chunk = cpu.prepare_many([(src, dst, w)], [0], n)
+    t1 = time.perf_counter()
+    sol = cpu.solve_local(chunk, n, light_factor=lf, min_degree=md, dedupe=dedupe)
+    M, chosen = sol.M, sol.chosen
+    del chunk, sol
+    t2 = time.perf_counter()
+    labels, n_comp = cpu.labels([M], n)
+    ids = cpu.forest_ids([chosen])  # the same finishing helpers as the engine's
+    rs, rd, rw = cpu.take_rows(src, dst, w, ids)
+    total = exact_total(rw)
+    t3 = time.perf_counter()
+    out = {"times": {"total": t3 - t0, "prepare": t1 - t0, "solve": t2 - t1, "finish": t3 - t2},
+           "total_weight": total, "forest_edges": int(ids.shape[0]), "components": int(n_comp),
+           "edge_ids_crc32": crc(ids)}
+    del M, chosen, labels, ids, rs, rd, rw
+    return out
+
+
+def _scipy_build(src, dst, w, n):
+    """scipy's CSR matrix of the edges, parallel edges kept apart (int32 indices, float64 data)."""
+    import scipy.sparse as sp
+    from scipy.sparse import _sparsetools
+
+    m = src.shape[0]
+    if n >= 2**31 or m >= 2**31:
+        raise ValueError("scipy method: int32 CSR needs n and m below 2**31")
+    indptr = np.empty(n + 1, np.int32)
+    indices = np.empty(m, np.int32)
+    data = np.empty(m, np.float64)
+    # scipy's own linear COO->CSR kernel, without sum_duplicates (which would
+    # add parallel edges' weights together)
+    _sparsetools.coo_tocsr(n, n, m, src.astype(np.int32), dst.astype(np.int32),
+                           w.astype(np.float64), indptr, indices, data)
+    return sp.csr_matrix((data, indices, indptr), shape=(n, n))
+
+
+def _scipy_once(ctx):
+    """One scipy run: CSR build, then ``minimum_spanning_tree``."""
+    from scipy.sparse.csgraph import minimum_spanning_tree
+
+    src, dst, w, n = ctx["arrays"]
+    t0 = time.perf_counter()
+    A = _scipy_build(src, dst, w, n)
+    t1 = time.perf_counter()
+    T = minimum_spanning_tree(A)
+    t2 = time.perf_counter()
+    total = T.sum()
+    out = {"times": {"total": t2 - t0, "build": t1 - t0, "call": t2 - t1},
+           "total_weight": as_exact(total, w), "forest_edges": int(T.nnz)}
+    del A, T
+    return out
+
+
+def _rustworkx_build(src, dst, w, n, chunk):
+    """rustworkx's multigraph of the edges, added ``chunk`` edges at a time."""
+    import rustworkx as rx
+
+    G = rx.PyGraph(multigraph=True)
+    G.add_nodes_from(range(n))
+    m = src.shape[0]
+    for a in range(0, m, chunk):
+        b = min(m, a + chunk)
+        G.extend_from_weighted_edge_list(list(zip(src[a:b].tolist(), dst[a:b].tolist(),
+                                                  w[a:b].tolist())))
+    return G
+
+
+def rustworkx_method(ctx, repeat, warmup, log):
+    """rustworkx's runs on one graph: the build ``build_repeat`` times, then the call ``warmup + repeat`` times."""
+    import rustworkx as rx
+
+    src, dst, w, n = ctx["arrays"]
+    opts = ctx["config"]["rustworkx"]
+    builds = []
+    G = None
+    for _ in range(opts["build_repeat"]):
+        G = None
+        gc.collect()
+        t0 = time.perf_counter()
+        G = _rustworkx_build(src, dst, w, n, opts["chunk"])
+        builds.append(time.perf_counter() - t0)
+    build = min(builds)
+    log(f"    rustworkx build {build:.2f} s")
+    runs, warm = [], []
+    for i in range(warmup + repeat):
+        c0 = cpu_seconds()
+        t0 = time.perf_counter()
+        edges = rx.minimum_spanning_edges(G, weight_fn=float)
+        dt = time.perf_counter() - t0
+        cpu_dt = cpu_seconds() - c0
+        total = sum(e[2] for e in edges)
+        rec = {"times": {"total": build + dt, "build": build, "call": dt, "cpu": cpu_dt},
+               "total_weight": as_exact(total, w) if isinstance(total, float) else total,
+               "forest_edges": len(edges)}
+        del edges
+        (warm if i < warmup else runs).append(rec)
+    del G
+    gc.collect()
+    out = collect(runs, warm)
+    out["build_runs"] = builds
+    return out
+
+
+#: One run of each method that needs nothing built beforehand (all but rustworkx).
+ONCE = {
+    "engine": lambda ctx: _engine_once(ctx),
+    "engine-distributed": lambda ctx: _engine_once(ctx, local_finish=0),
+    "kernels-loop": _kernels_once,
+    "kernels-loop-dedupe": lambda ctx: _kernels_once(ctx, dedupe=2.0),
+    "scipy": _scipy_once,
+}
