@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from mst_dist.generators import BLOCK, GENERATORS, generate
-from mst_dist import generators as gen
+from mst_dist.generators import blocks, families, geometric, ssca
 import mst_dist
 from support import ROOT
 
@@ -262,13 +262,13 @@ def test_connected_caveman_matches_networkx(g_, k):
 def test_rmat_scramble_is_a_bijection():
     for scale in (1, 2, 5, 12):
         for seed in (0, 1, 123):
-            mults, adds, shift = gen._scramble_keys(seed, scale)
+            mults, adds, shift = families._scramble_keys(seed, scale)
             x = np.arange(2 ** scale, dtype=np.int64)
-            y = gen._scramble(x, scale, mults, adds, shift)
+            y = families._scramble(x, scale, mults, adds, shift)
             assert np.array_equal(np.sort(y), x)
-    mults, adds, shift = gen._scramble_keys(0, 12)
+    mults, adds, shift = families._scramble_keys(0, 12)
     x = np.arange(2 ** 12, dtype=np.int64)
-    assert not np.array_equal(gen._scramble(x, 12, mults, adds, shift), x)
+    assert not np.array_equal(families._scramble(x, 12, mults, adds, shift), x)
 
 
 def test_rmat_is_skewed():
@@ -336,9 +336,9 @@ def test_integral_float_parameters_accepted():
 def _rgg_brute_force(n, radius, seed):
     """All points of generate('random_geometric', ...) rebuilt strip by strip, pairs by brute force."""
     S = max(1, int(1.0 / radius))
-    tag = gen._TAGS["random_geometric"]
-    counts = gen._global_rng(seed, tag).multinomial(n, np.full(S, 1.0 / S))
-    pts = [gen._rgg_points(seed, tag, r, counts[r], S) for r in range(S)]
+    tag = blocks.TAGS["random_geometric"]
+    counts = blocks.global_rng(seed, tag).multinomial(n, np.full(S, 1.0 / S))
+    pts = [geometric._rgg_points(seed, tag, r, counts[r], S) for r in range(S)]
     x = np.concatenate([p[0] for p in pts])
     y = np.concatenate([p[1] for p in pts])
     d2 = (x[:, None] - x[None, :]) ** 2 + (y[:, None] - y[None, :]) ** 2
@@ -391,7 +391,7 @@ def _ssca_cliques(g):
     """Clique sizes of a generated ssca2 graph, block by block."""
     p = g.sources[0].params
     last = p["block_voff"].size - 2
-    return np.concatenate([gen._ssca_sizes(p["seed"], p["tag"], b, p["max_clique"], p["n"],
+    return np.concatenate([ssca._ssca_sizes(p["seed"], p["tag"], b, p["max_clique"], p["n"],
                                            int(p["block_voff"][b]), last)
                            for b in range(last + 1)])
 

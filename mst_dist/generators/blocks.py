@@ -1,0 +1,129 @@
+"""The block machinery of the generators (runs on the workers): seeded streams, weights, row ranges.
+
+The edge index space is cut into fixed blocks of :data:`BLOCK` edges; block
+``b`` draws all its randomness (structure first, then weights) from
+:func:`block_rng` (``np.random.default_rng([seed, family_tag, 0, b])``) and a
+row range is the slice of the blocks it overlaps, so the rows of a range do
+not depend on how the edge list is split.  :func:`random_rows` serves the
+families whose endpoints are drawn, :func:`fixed_rows` those whose endpoints
+are a function of the edge index (only their weights are drawn).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["BLOCK", "TAGS", "STREAM_BLOCK", "STREAM_GLOBAL", "STREAM_SHAPE", "block_rng",
+           "global_rng", "draw_weights", "empty_rows", "check_range", "block_spans", "random_rows",
+           "range_weights", "fixed_rows"]
+
+#: Edges per random block.  Part of the definition of every generated graph:
+#: changing it changes the graphs of the random families.
+BLOCK = 1 << 20
+
+#: Fixed per-family stream tags (never renumber: they define the graphs).
+TAGS = {
+    "erdos_renyi": 1,
+    "gnp": 2,
+    "circulant": 3,
+    "grid": 4,
+    "hypercube": 5,
+    "caveman": 6,
+    "connected_caveman": 7,
+    "rmat": 8,
+    "random_geometric": 9,
+    "ssca2": 10,
+}
+STREAM_BLOCK = 0   # per-block streams: [seed, tag, 0, block]
+STREAM_GLOBAL = 1  # graph-wide draws (gnp's edge count, rmat's scramble): [seed, tag, 1, i]
+STREAM_SHAPE = 2   # per-block shape draws (geometric points of a row, ssca2 clique sizes)
+
+
+def block_rng(seed, tag, block):
+    """The random stream of one block of :data:`BLOCK` edges."""
+    return np.random.default_rng([seed, tag, STREAM_BLOCK, block])
+
+
+def global_rng(seed, tag, index=0):
+    """A graph-wide random stream (same on every worker)."""
+    return np.random.default_rng([seed, tag, STREAM_GLOBAL, index])
+
+
+def draw_weights(rng, size, weights, wmin, wmax):
+    """Weights of one block: int64 on [wmin, wmax] or float64 on [wmin, wmax)."""
+    if weights == "int":
+        return rng.integers(wmin, wmax, size=size, dtype=np.int64, endpoint=True)
+    w = rng.random(size)
+    w *= wmax - wmin
+    w += wmin
+    if wmax > wmin:
+        # rounding of wmin + (wmax - wmin) * u can reach wmax; keep the interval half-open
+        np.minimum(w, np.nextafter(wmax, wmin), out=w)
+    return w
+
+
+def empty_rows(weights):
+    """No rows: empty ``(src, dst, weight)`` of the weight kind's dtype."""
+    z = np.zeros(0, np.int64)
+    return z, z.copy(), np.zeros(0, np.int64 if weights == "int" else np.float64)
+
+
+def check_range(start, stop, m):
+    """``(start, stop)`` as ints, refusing a range outside ``[0, m)``."""
+    start, stop = int(start), int(stop)
+    if not 0 <= start <= stop <= m:
+        raise ValueError(f"row range [{start}, {stop}) is outside [0, {m})")
+    return start, stop
+
+
+def block_spans(start, stop, m):
+    """Yield ``(block, block_start, block_len, lo, hi)`` for blocks overlapping [start, stop).
+
+    ``lo:hi`` is the overlap, relative to the block start.
+    """
+    for b in range(start // BLOCK, (stop - 1) // BLOCK + 1):
+        b0 = b * BLOCK
+        blen = min(BLOCK, m - b0)
+        yield b, b0, blen, max(start, b0) - b0, min(stop, b0 + blen) - b0
+
+
+def random_rows(start, stop, m, seed, tag, weights, wmin, wmax, draw, **kw):
+    """Rows [start, stop) of a random family whose block structure comes from ``draw``.
+
+    ``draw(rng, size, **kw) -> (src, dst)`` draws a whole block's endpoints;
+    the block's weights are drawn after them from the same stream.
+    """
+    start, stop = check_range(start, stop, m)
+    if start == stop:
+        return empty_rows(weights)
+    out_s = np.empty(stop - start, np.int64)
+    out_d = np.empty(stop - start, np.int64)
+    out_w = np.empty(stop - start, np.int64 if weights == "int" else np.float64)
+    for b, b0, blen, lo, hi in block_spans(start, stop, m):
+        rng = block_rng(seed, tag, b)
+        s, d = draw(rng, blen, **kw)
+        w = draw_weights(rng, blen, weights, wmin, wmax)
+        o = b0 + lo - start
+        out_s[o:o + hi - lo] = s[lo:hi]
+        out_d[o:o + hi - lo] = d[lo:hi]
+        out_w[o:o + hi - lo] = w[lo:hi]
+    return out_s, out_d, out_w
+
+
+def range_weights(start, stop, m, seed, tag, weights, wmin, wmax):
+    """Weights of rows [start, stop) of a family with deterministic structure."""
+    out = np.empty(stop - start, np.int64 if weights == "int" else np.float64)
+    for b, b0, blen, lo, hi in block_spans(start, stop, m):
+        w = draw_weights(block_rng(seed, tag, b), blen, weights, wmin, wmax)
+        o = b0 + lo - start
+        out[o:o + hi - lo] = w[lo:hi]
+    return out
+
+
+def fixed_rows(start, stop, m, seed, tag, weights, wmin, wmax, structure, **kw):
+    """Rows [start, stop) of a family whose endpoints are a function of the edge index."""
+    start, stop = check_range(start, stop, m)
+    if start == stop:
+        return empty_rows(weights)
+    e = np.arange(start, stop, dtype=np.int64)
+    s, d = structure(e, **kw)
+    return s, d, range_weights(start, stop, m, seed, tag, weights, wmin, wmax)
