@@ -17,6 +17,7 @@ import subprocess
 import tempfile
 
 from mst_dist.environment import versions
+from mst_dist.io.writers import atomic_path
 
 __all__ = ["run_report", "cluster_shape", "versions", "write_report", "write_plot", "PLOT_FORMATS"]
 
@@ -73,33 +74,12 @@ def dumps(report):
     return json.dumps(report, indent=2, default=_jsonable)
 
 
-def _atomic_write(path, write):
-    """Write through a temporary file in the same directory, then rename (never half a file)."""
-    path = os.fspath(path)
-    d = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=d)
-    os.close(fd)
-    try:
-        write(tmp)
-        mask = os.umask(0)
-        os.umask(mask)
-        os.chmod(tmp, 0o666 & ~mask)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return path
-
-
 def write_report(report, path):
     """Write a run report as JSON (atomically)."""
-    def write(tmp):
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(dumps(report))
-            f.write("\n")
-
-    return _atomic_write(path, write)
+    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
+        f.write(dumps(report))
+        f.write("\n")
+    return os.fspath(path)
 
 
 def plot_format(path):
@@ -138,7 +118,9 @@ def write_plot(result, path, title="run"):
     """Draw a run's rounds to ``path``: ``.html`` (standalone) or ``.png`` (needs Chromium)."""
     fmt = plot_format(path)
     if fmt == "html":
-        return _atomic_write(path, lambda tmp: _html(result, title, tmp))
+        with atomic_path(path) as tmp:
+            _html(result, title, tmp)
+        return os.fspath(path)
     exe = chromium()
     if exe is None:
         raise RuntimeError(f"plot {os.fspath(path)!r}: a PNG is rendered with headless Chromium, which is "
@@ -160,4 +142,6 @@ def write_plot(result, path, title="run"):
                                    f"{p.stderr.strip()[-500:]}")
             shutil.copyfile(shot, tmp)
 
-    return _atomic_write(path, write)
+    with atomic_path(path) as tmp:
+        write(tmp)
+    return os.fspath(path)
