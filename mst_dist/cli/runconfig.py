@@ -15,6 +15,7 @@ import yaml
 
 from mst_dist.config import ConfigError, get
 from mst_dist.deploy import CLUSTERS
+from mst_dist.generators import GENERATORS, parameters, shared_parameters
 
 __all__ = [
     "load_run_config",
@@ -31,34 +32,24 @@ __all__ = [
 # Schema: graph generators (graph.generate)
 # --------------------------------------------------------------------------
 
-#: Graph generators a run config may name: ``{kind: {param: (type, required)}}``.
+#: Run-config type of each generator parameter type (see :class:`mst_dist.generators.Param`).
+_PARAM_TYPES = {"int": "int", "float": "float", "number": "float", "str": "str"}
+
+
+def _param_type(p):
+    return _PARAM_TYPES[p.type] + ("|null" if p.nullable else "")
+
+
+#: Graph generators a run config may name: ``{kind: {param: (type, required)}}``, from
+#: the generators' own parameters (:func:`mst_dist.generators.parameters`).
 GENERATOR_PARAMS = {
-    "erdos_renyi": {"n": ("int", True), "m": ("int", True)},
-    "gnp": {"n": ("int", True), "p": ("float", True)},
-    "circulant": {"n": ("int", True), "d": ("int", True)},
-    "grid": {"rows": ("int", True), "cols": ("int", True)},
-    "hypercube": {"d": ("int", True)},
-    "caveman": {"g": ("int", True), "k": ("int", True)},
-    "connected_caveman": {"g": ("int", True), "k": ("int", True)},
-    "rmat": {
-        "scale": ("int", True),
-        "edge_factor": ("int", False),
-        "a": ("float", False),
-        "b": ("float", False),
-        "c": ("float", False),
-    },
-    "random_geometric": {"n": ("int", True), "radius": ("float", True)},
-    "ssca2": {"n": ("int", True), "max_clique": ("int|null", False), "inter": ("int", False)},
+    kind: {p.name: (_param_type(p), p.required) for p in parameters(kind) if not p.shared}
+    for kind in GENERATORS
 }
 
 #: Parameters every generator takes: ``{param: (type, default)}``.
-_COMMON_GENERATE = {
-    "seed": ("int", 0),
-    "weights": ("str", "int"),
-    "wmin": ("float", 1),
-    "wmax": ("float", 1000),
-}
-_WEIGHTS = ("int", "float")
+_COMMON_GENERATE = {p.name: (_param_type(p), p.default) for p in shared_parameters()}
+_WEIGHTS = next(p.choices for p in shared_parameters() if p.name == "weights")
 
 # --------------------------------------------------------------------------
 # Schema: top level, graph, output, placement, cluster

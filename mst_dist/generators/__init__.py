@@ -34,14 +34,17 @@ Modules
   (on the current ``distributed`` client, else local threads).
 - :mod:`~mst_dist.generators.ssca`: SSCA#2-like clustered graphs (``ssca2``).
 - :mod:`~mst_dist.generators.registry`: :data:`GENERATORS`, :func:`generate`
-  and :func:`parameters` (each family's parameters, read from its builder).
+  and :func:`parameters` (each family's parameters, read from its builder;
+  the run configs' schema and the command line's flags are built from it).
 """
 from mst_dist.generators.blocks import BLOCK
 from mst_dist.generators.families import (
     caveman, circulant, connected_caveman, erdos_renyi, gnp, grid, hypercube, rmat,
 )
 from mst_dist.generators.geometric import random_geometric
-from mst_dist.generators.registry import GENERATORS, Param, generate, parameters
+from mst_dist.generators.registry import (
+    GENERATORS, Param, generate, parameters, shared_parameters,
+)
 from mst_dist.generators.ssca import ssca2
 
 __all__ = [
@@ -49,6 +52,7 @@ __all__ = [
     "GENERATORS",
     "generate",
     "parameters",
+    "shared_parameters",
     "Param",
     "erdos_renyi",
     "gnp",

@@ -23,7 +23,7 @@ from mst_dist.generators.geometric import random_geometric
 from mst_dist.generators.ssca import ssca2
 from mst_dist.graph import Graph
 
-__all__ = ["GENERATORS", "generate", "Param", "parameters"]
+__all__ = ["GENERATORS", "generate", "Param", "parameters", "shared_parameters"]
 
 #: The generator families: name -> builder.
 GENERATORS = {
@@ -85,6 +85,15 @@ def parameters(kind):
     ['seed', 'weights', 'wmin', 'wmax']
     """
     return _parameters(_builder(kind))
+
+
+def shared_parameters():
+    """The parameters every family takes (``seed``, ``weights``, ``wmin``, ``wmax``).
+
+    >>> [(p.name, p.default) for p in shared_parameters()]
+    [('seed', 0), ('weights', 'int'), ('wmin', 1), ('wmax', 1000)]
+    """
+    return tuple(p for p in parameters(next(iter(GENERATORS))) if p.shared)
 
 
 def _builder(kind):

@@ -3,7 +3,7 @@ import inspect
 
 import pytest
 
-from mst_dist.generators import GENERATORS, Param, generate, parameters
+from mst_dist.generators import GENERATORS, Param, generate, parameters, shared_parameters
 
 
 @pytest.mark.parametrize("kind", sorted(GENERATORS))
@@ -22,6 +22,7 @@ def test_parameters_follow_the_builder_signature(kind):
 
 
 def test_shared_parameters_are_the_weight_options():
+    assert [p for p in parameters("rmat") if p.shared] == list(shared_parameters())
     for kind in GENERATORS:
         shared = [(p.name, p.type, p.default, p.choices) for p in parameters(kind) if p.shared]
         assert shared == [("seed", "int", 0, None), ("weights", "str", "int", ("int", "float")),
