@@ -9,34 +9,13 @@ from __future__ import annotations
 import argparse
 
 from mst_dist.cli.runconfig import BACKENDS
+from mst_dist.generators import GENERATORS, parameters, shared_parameters
 
 __all__ = ["build_parser", "run_config_from_args", "generator_params"]
 
 # --------------------------------------------------------------------------
 # Generator flags (--generate KIND, mst-dist generate KIND)
 # --------------------------------------------------------------------------
-
-#: Generator parameters the command line takes: flag dest -> (parameter, type, help).
-_GEN_FLAGS = {
-    "scale": ("scale", int, "rmat: log2 of the number of vertices"),
-    "edge_factor": ("edge_factor", int, "rmat: edges per vertex (default 16)"),
-    "n": ("n", int, "erdos_renyi, gnp, circulant, random_geometric, ssca2: number of vertices"),
-    "m": ("m", int, "erdos_renyi: number of edges"),
-    "p": ("p", float, "gnp: edge probability"),
-    "d": ("d", int, "circulant: neighbours per side; hypercube: dimension"),
-    "rows": ("rows", int, "grid: rows"),
-    "cols": ("cols", int, "grid: columns"),
-    "g": ("g", int, "caveman, connected_caveman: number of cliques"),
-    "k": ("k", int, "caveman, connected_caveman: clique size"),
-    "radius": ("radius", float, "random_geometric: connection radius in the unit square"),
-    "max_clique": ("max_clique", int, "ssca2: largest clique (default n ** (1/3))"),
-    "inter": ("inter", int, "ssca2: inter-clique edges per vertex (default 1)"),
-    "seed": ("seed", int, "generator seed (default 0)"),
-    "weights": ("weights", str, "generated weights: int or float (default int)"),
-    "wmin": ("wmin", float, "smallest generated weight (default 1)"),
-    "wmax": ("wmax", float, "largest generated weight (default 1000)"),
-}
-
 
 def _number(text):
     """An int when the text is one (so integer weights stay integers), else a float."""
@@ -46,11 +25,51 @@ def _number(text):
         return float(text)
 
 
+#: Argument type of each generator parameter type (see :class:`mst_dist.generators.Param`).
+_FLAG_TYPES = {"int": int, "float": float, "number": _number, "str": str}
+
+
+def _flag_help(p):
+    text = p.help.rstrip(".")
+    text = text[:1].lower() + text[1:]
+    if not p.required and p.default is not None and "default" not in text:
+        text += f" (default {p.default})"
+    return text
+
+
+def _generator_flags():
+    """Generator parameters the command line takes: flag dest -> (parameter, type, help).
+
+    One flag per parameter name of the generators' registry
+    (:func:`mst_dist.generators.parameters`); its help names the families that
+    take it, with their own description of it.
+    """
+    uses = {}
+    for kind in GENERATORS:
+        for p in parameters(kind):
+            if not p.shared:
+                uses.setdefault(p.name, []).append((kind, p))
+    flags = {}
+    for name, pairs in uses.items():
+        texts = {}
+        for kind, p in pairs:
+            texts.setdefault(_flag_help(p), []).append(kind)
+        helptext = "; ".join(f"{', '.join(kinds)}: {text}" for text, kinds in texts.items())
+        flags[name] = (name, _FLAG_TYPES[pairs[0][1].type], helptext)
+    for p in shared_parameters():
+        flags[p.name] = (p.name, _FLAG_TYPES[p.type], "generator: " + _flag_help(p))
+    return flags
+
+
+#: Generator parameters the command line takes: flag dest -> (parameter, type, help).
+_GEN_FLAGS = _generator_flags()
+
+
 def _add_generator_arguments(group):
     """The generator's parameters as flags (``--scale``, ``--n``, ``--seed``, ...), all unset by default."""
     for dest, (_, typ, helptext) in _GEN_FLAGS.items():
         group.add_argument("--" + dest.replace("_", "-"), dest=dest, default=None, metavar=dest.upper(),
-                           type=_number if dest in ("wmin", "wmax") else typ, help=helptext)
+                           type=typ, help=helptext)
 
 
 def generator_params(args):
@@ -82,9 +101,7 @@ def _add_run_arguments(r, submit=False):
     g.add_argument("--input-format", metavar="FORMAT",
                    help="the input's format (default: from its name): edgelist, gr, mtx, npz, npy, "
                         "egr, parquet")
-    g.add_argument("--generate", metavar="KIND",
-                   help="generator: erdos_renyi, gnp, circulant, grid, hypercube, caveman, "
-                        "connected_caveman, rmat, random_geometric, ssca2")
+    g.add_argument("--generate", metavar="KIND", help="generator: " + ", ".join(GENERATORS))
     _add_generator_arguments(g)
 
     e = r.add_argument_group("engine")
@@ -163,9 +180,7 @@ def build_parser():
                     "from the extension (.txt .csv .gr .mtx .npz .egr .parquet; a name without "
                     "extension or ending in / is a directory of Parquet part files).",
     )
-    gn.add_argument("kind", metavar="KIND",
-                    help="erdos_renyi, gnp, circulant, grid, hypercube, caveman, connected_caveman, "
-                         "rmat, random_geometric, ssca2")
+    gn.add_argument("kind", metavar="KIND", help=", ".join(GENERATORS))
     _add_generator_arguments(gn)
     gn.add_argument("-o", "--output", required=True, metavar="PATH", help="the file or directory to write")
     gn.add_argument("--format", metavar="FORMAT",

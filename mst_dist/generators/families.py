@@ -255,7 +255,8 @@ def erdos_renyi(n: int, m: int, *, seed: int = 0, weights: Weights = "int", wmin
     seed : int, optional
         Non-negative seed; the same seed gives the same graph.
     weights : {"int", "float"}, optional
-        Int64 uniform on ``[wmin, wmax]`` or float64 uniform on ``[wmin, wmax)``.
+        ``int``: int64 uniform on ``[wmin, wmax]``; ``float``: float64 uniform
+        on ``[wmin, wmax)``.
     wmin, wmax : int or float, optional
         Weight range.
 

@@ -57,3 +57,27 @@ def test_generate_checks_names_against_the_registry():
         generate("grid", rows=2, cols=2, n=4)
     with pytest.raises(ValueError, match=r"grid: missing parameter\(s\) cols"):
         generate("grid", rows=2)
+
+
+def test_a_parameter_name_has_one_type_across_families():
+    types = {}
+    for kind in GENERATORS:
+        for p in parameters(kind):
+            types.setdefault(p.name, set()).add(p.type)
+    assert {name: t for name, t in types.items() if len(t) > 1} == {}
+
+
+def test_command_line_flags_come_from_the_registry():
+    from mst_dist.cli.parser import build_parser, generator_params
+
+    parser = build_parser()
+    names = {p.name for kind in GENERATORS for p in parameters(kind)}
+    argv = ["generate", "rmat", "-o", "g.parquet"]
+    for name in sorted(names):
+        argv += ["--" + name.replace("_", "-"), "int" if name == "weights" else "3"]
+    got = generator_params(parser.parse_args(argv))
+    assert set(got) == names
+    assert got["a"] == 3.0 and isinstance(got["a"], float)       # rmat's a: a float
+    assert got["scale"] == 3 and isinstance(got["scale"], int)
+    assert got["wmin"] == 3 and isinstance(got["wmin"], int)     # int or float, kept as given
+    assert got["weights"] == "int"
