@@ -9,7 +9,7 @@ records, the phase functions), three backends that implement it:
 ``cpu``
     :mod:`.cpu`, Numba: ``arena`` (scratch memory), ``chunk`` (validation,
     keys, prepare), ``phases`` (map, merge, contract, filter-nodes,
-    filter-edges), ``solve`` (the parallel single-task solve), ``labels``.
+    filter-edges), ``solve`` (the parallel single-task solve), ``finish`` (labels, forest ids).
 ``gpu``
     :mod:`.gpu`, CuPy or its NumPy stand-in: ``device`` (array module,
     transfers), ``chunk`` (packed keys, prepare), ``phases``, ``solve``.

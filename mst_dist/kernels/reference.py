@@ -287,7 +287,10 @@ class ReferenceKernels:
         for M in reversed(list(maps)):
             M, _ = self.to_device(M)
             M = M.astype(xp.int64)
-            final = M if final is None else xp.where(M >= 0, final[xp.maximum(M, 0)], M)
+            if final is not None:
+                live = M >= 0
+                M[live] = final[M[live]]
+            final = M
         return to_host(final)
 
     def labels(self, maps, n_vertices):

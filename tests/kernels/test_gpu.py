@@ -1,26 +1,25 @@
-"""The GPU backend: its kernels, GPU workers, clusters mixing CPU and GPU workers.
+"""The GPU backend: packed keys, its solve's light pass, GPU workers, clusters mixing CPU and GPU workers.
 
 The GPU kernels are written once over an array module ``xp``.  Everything here
 but the ``gpu``-marked tests runs them with the NumPy stand-in
 (``mst.gpu.array-module: numpy``) on workers that advertise ``GPU=1``: the
 same code path as CuPy on a device, on any machine.  The ``gpu``-marked tests
 run the very same checks with CuPy on a CUDA device, and skip without one.
+Each phase function is held to the reference by test_conformance.py.
 """
 import logging
-import pickle
 
 import dask
 import numpy as np
 import pytest
 
 import mst_dist
-from support.cases import family_cases, hand_cases
-from mst_dist.kernels import gpu, reference
+from mst_dist.kernels import backend, gpu, reference
+from mst_dist.kernels.contract import packing_for
+from mst_dist.kernels.gpu.chunk import hi_keys, pack
 from support.naive import kruskal
 from support.cases import ALL, EngineCases, check
 
-HAND = hand_cases()
-FAMILY = family_cases()
 DTYPES = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint32, np.uint64,
           np.float16, np.float32, np.float64, np.bool_]
 
@@ -46,24 +45,6 @@ def _weights(rng, dt, m):
     return rng.integers(lo, hi + 1, m).astype(dt)
 
 
-def _random(seed, dt, n_max=60, m_max=300):
-    rng = np.random.default_rng(seed)
-    n = int(rng.integers(1, n_max))
-    m = int(rng.integers(0, m_max))
-    return n, rng.integers(0, n, m), rng.integers(0, n, m), _weights(rng, dt, m)
-
-
-def _solve(xp, n, src, dst, w, parts=1, relabel=False, light=1.5):
-    bounds = np.linspace(0, len(src), parts + 1).astype(int)
-    chunks = [gpu.prepare_chunk(src[a:b], dst[a:b], w[a:b], a, n, xp) for a, b in zip(bounds[:-1], bounds[1:])]
-    ch = gpu.concat(chunks, xp)
-    M = None
-    if relabel:  # a pending identity relabel must change nothing
-        M, _ = gpu.to_device(np.arange(n, dtype=np.int64), xp)
-    Mf, ids, n_fin = gpu.solve_local(ch, n, 5, relabel=M, light_factor=light)
-    return Mf, np.sort(ids), n_fin
-
-
 # ---------------------------------------------------------------------------
 # packed keys
 # ---------------------------------------------------------------------------
@@ -84,7 +65,7 @@ def test_packed_keys_follow_the_strict_order(dt):
     ext = np.array(EXTREMES[np.dtype(dt).kind](dt), dtype=dt)
     w = np.concatenate([ext, _weights(rng, dt, 400), ext[::-1]])
     key = reference.weight_keys(w)
-    pk = gpu._pack(gpu.hi_keys(key, gpu.packing_for(dt), np), np)
+    pk = pack(hi_keys(key, packing_for(dt), np), np)
     expect = np.lexsort((np.arange(w.size), w.astype(np.float64) if w.dtype.kind == "f" else w))
     if w.dtype.kind in "iu" and w.dtype.itemsize == 8:
         expect = np.array(sorted(range(w.size), key=lambda i: (int(w[i]), i)))
@@ -100,7 +81,7 @@ def test_packed_keys_follow_the_strict_order(dt):
                                         (np.int32, "i32"), (np.int8, "i32"), (np.int64, "rank"),
                                         (np.uint32, "u32"), (np.bool_, "u32"), (np.uint64, "rank")])
 def test_which_dtypes_are_ranked(dt, packing):
-    assert gpu.packing_for(dt) == packing
+    assert packing_for(dt) == packing
 
 
 def test_chunk_size_limit():
@@ -108,60 +89,7 @@ def test_chunk_size_limit():
         shape = (gpu.MAX_CHUNK + 1,)
 
     with pytest.raises(ValueError, match="at most 4,294,967,295 edges"):
-        gpu._pack(Huge(), np)
-
-
-# ---------------------------------------------------------------------------
-# each phase equal to the reference kernels
-# ---------------------------------------------------------------------------
-
-@pytest.mark.parametrize("seed", range(6))
-@pytest.mark.parametrize("dt", [np.int32, np.float32, np.float64, np.int64])
-def test_phases_match_reference(seed, dt):
-    n, src, dst, w = _random(seed, dt, n_max=40, m_max=400)
-    ch = gpu.prepare_chunk(src, dst, w, 1000, n, np)
-    u, v, k, e = ch.edges()
-    ru, rv, rk, re_ = (a for a in (src, dst, reference.weight_keys(w), np.arange(len(src)) + 1000))
-    keep = ru != rv
-    for a, b in zip((u, v, k, e), (ru[keep], rv[keep], rk[keep], re_[keep])):
-        np.testing.assert_array_equal(a, b)
-    # map
-    cand, d2h = gpu.map_chunk(ch, n)
-    ref = reference.map_chunk(u, v, k, e, n)
-    for a, b in zip(cand, ref):
-        np.testing.assert_array_equal(a, b)
-    assert d2h == sum(a.nbytes for a in cand)
-    # contract + filter-nodes (the same round map, the same chosen edges)
-    best, parent = gpu.best_edges(ch.u, ch.v, ch.pk, n, np)
-    M, cpos, n_next, n_fin = gpu.contract(best, parent, n, 3, np)
-    rM, rchosen, rn, rf = reference.contract(*ref, n, 3)
-    np.testing.assert_array_equal(M, rM)
-    np.testing.assert_array_equal(np.sort(ch.eid0[cpos]), rchosen)
-    assert (n_next, n_fin) == (rn, rf)
-    # filter-edges
-    live = np.maximum(M, 0)
-    new = gpu.filter_chunk(ch, live)
-    for a, b in zip(new.edges(), reference.filter_edges(u, v, k, e, live)):
-        np.testing.assert_array_equal(a, b)
-    # light/heavy split
-    if len(ch):
-        tk, te = k[len(ch) // 2], e[len(ch) // 2]
-        light, heavy = gpu.split_light(ch, live, tk, te)
-        fu, fv, fk, fe = reference.filter_edges(u, v, k, e, live)
-        is_light = (fk < tk) | ((fk == tk) & (fe <= te))
-        np.testing.assert_array_equal(light.edges()[3], fe[is_light])
-        np.testing.assert_array_equal(heavy.edges()[3], fe[~is_light])
-
-
-@pytest.mark.parametrize("case", HAND + FAMILY, ids=[c[0] for c in HAND + FAMILY])
-@pytest.mark.parametrize("parts", [1, 3])
-def test_solve_matches_kruskal(case, parts):
-    name, n, src, dst, w = case
-    Mf, ids, n_fin = _solve(np, n, src, dst, w, parts=parts, relabel=parts == 3)
-    exp, comps = kruskal(n, src, dst, w)
-    np.testing.assert_array_equal(ids, exp)
-    assert n_fin == comps
-    assert (Mf < 0).all() and sorted(set((-Mf - 1).tolist())) == list(range(5, 5 + comps))
+        pack(Huge(), np)
 
 
 @pytest.mark.parametrize("light", [0, 1.5])
@@ -172,38 +100,14 @@ def test_solve_dense_graphs_light_pass(light):
         n, m = int(rng.integers(5, 300)), int(rng.integers(2000, 6000))
         src, dst = rng.integers(0, n, m), rng.integers(0, n, m)
         w = rng.integers(0, 40, m).astype(np.float64 if seed % 2 else np.int32)
-        trace = []
-        ch = gpu.prepare_chunk(src, dst, w, 0, n, np)
-        _, ids, n_fin = gpu.solve_local(ch, n, 0, light_factor=light, trace=trace)
+        kern = backend("gpu", xp="numpy")
+        sol = kern.solve_local(kern.prepare((src, dst, w), 0, n), n, 0, light_factor=light)
         exp, comps = kruskal(n, src, dst, w)
-        np.testing.assert_array_equal(np.sort(ids), exp)
-        assert n_fin == comps
-        assert any(t.get("filter_pass") for t in trace) == (light > 0)
-        assert sum(t["forest_edges"] for t in trace) == len(exp)
-
-
-@pytest.mark.parametrize("dt", DTYPES, ids=lambda d: np.dtype(d).name)
-def test_solve_random_graphs_every_dtype(dt):
-    for seed in range(12):
-        n, src, dst, w = _random(seed, dt)
-        _, ids, n_fin = _solve(np, n, src, dst, w, parts=1 + seed % 3)
-        exp, comps = kruskal(n, src, dst, w)
-        np.testing.assert_array_equal(ids, exp, err_msg=f"seed {seed}")
-        assert n_fin == comps
-
-
-def test_device_chunk_travels_as_host_arrays():
-    n, src, dst, w = _random(3, np.float32)
-    ch = gpu.prepare_chunk(src, dst, w, 7, n, np)
-    back = pickle.loads(pickle.dumps(ch))
-    assert isinstance(back, gpu.DeviceChunk) and back.packing == "f32" and back.h2d == 0
-    for a, b in zip(back.edges(), ch.edges()):
-        np.testing.assert_array_equal(a, b)
-    # a CPU kernels' chunk becomes a GPU one, and back
-    cpu_chunk = ch.to_cpu()
-    again = gpu.ensure_device(cpu_chunk, "f32", np)
-    np.testing.assert_array_equal(again.pk, ch.pk)
-    assert again.h2d == sum(a.nbytes for a in cpu_chunk)
+        np.testing.assert_array_equal(np.sort(sol.chosen), exp)
+        assert sol.n_finished == comps
+        assert any(t.filter_pass for t in sol.rounds) == (light > 0)
+        assert any(t.light for t in sol.rounds) == (light > 0)
+        assert sum(t.forest_edges for t in sol.rounds) == len(exp)
 
 
 # ---------------------------------------------------------------------------
@@ -355,7 +259,7 @@ def test_backend_gpu_without_gpu_workers_says_how(client):
 def test_backend_gpu_on_a_machine_without_cuda():
     g = mst_dist.Graph.from_arrays([0, 1], [1, 2], [1, 2])
     with dask.config.set({"mst.gpu.array-module": "cupy"}):
-        if gpu.gpu_ready()[0]:
+        if gpu.gpu_ready("cupy")[0]:
             assert mst_dist.minimum_spanning_forest(g, backend="gpu").edge_ids.tolist() == [0, 1]
             return
         with pytest.raises(mst_dist.GPUUnavailableError, match=r"pip install 'mst-dist\[gpu\]'"):
@@ -409,20 +313,6 @@ def cupy_xp():
 
     with dask.config.set({"mst.gpu.array-module": "cupy"}):
         yield cupy
-
-
-@pytest.mark.gpu
-@needs_cuda
-@pytest.mark.parametrize("dt", DTYPES, ids=lambda d: np.dtype(d).name)
-def test_cuda_kernels_equal_standin(cupy_xp, dt):
-    for seed in range(8):
-        n, src, dst, w = _random(seed, dt, n_max=300, m_max=3000)
-        a = _solve(cupy_xp, n, src, dst, w, parts=1 + seed % 3, relabel=seed % 2 == 1)
-        b = _solve(np, n, src, dst, w, parts=1 + seed % 3, relabel=seed % 2 == 1)
-        exp, comps = kruskal(n, src, dst, w)
-        np.testing.assert_array_equal(a[1], exp)
-        np.testing.assert_array_equal(a[1], b[1])
-        assert a[2] == comps
 
 
 @pytest.mark.gpu

@@ -8,7 +8,7 @@ Modules, one per part of the work:
   **filter-edges** fused in), **merge**, **contract**, **filter-nodes**,
   **filter-edges**, the light/heavy split;
 - :mod:`.solve` -- the parallel single-task solve (every phase, in a loop);
-- :mod:`.labels` -- round maps composed into labels, the forest's ids and rows.
+- :mod:`.finish` -- round maps composed into labels, the forest's ids and rows.
 
 This module is the backend object :func:`mst_dist.kernels.backend` returns
 for ``"cpu"``: it has every function of
@@ -30,7 +30,7 @@ from mst_dist.kernels.contract import to_host  # noqa: E402
 from mst_dist.kernels.cpu.arena import ARENA, alloc_soa, empty  # noqa: E402
 from mst_dist.kernels.cpu.chunk import (  # noqa: E402
     adopt, concat, first_invalid_edge, id_dtype, prepare, prepare_many, weight_keys)
-from mst_dist.kernels.cpu.labels import compose_maps, forest_ids, labels, take_rows  # noqa: E402
+from mst_dist.kernels.cpu.finish import compose_maps, forest_ids, labels, take_rows  # noqa: E402
 from mst_dist.kernels.cpu.phases import (  # noqa: E402
     contract, filter_edges, filter_nodes, map, merge, sample, split_light)
 from mst_dist.kernels.cpu.solve import solve_local  # noqa: E402

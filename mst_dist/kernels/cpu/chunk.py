@@ -104,9 +104,9 @@ def weight_keys(w):
     k = w.dtype.kind
     if k == "f":
         _keys_f64(np.ascontiguousarray(w, dtype=np.float64).view(np.uint64), out)
-    elif k == "i" or k == "b":
+    elif k == "i":
         _keys_i64(np.ascontiguousarray(w, dtype=np.int64), out)
-    elif k == "u":
+    elif k in "ub":  # unsigned (bool too): the value, as the reference
         out[:] = w
     else:
         raise TypeError(f"weights of dtype {w.dtype} have no order-preserving key")

@@ -13,7 +13,7 @@ from numba import njit, prange
 from mst_dist.kernels.contract import SolveRound, Solution
 from mst_dist.kernels.cpu.arena import alloc_soa, blocks, empty, nthreads
 from mst_dist.kernels.cpu.chunk import adopt
-from mst_dist.kernels.cpu.labels import compose_maps
+from mst_dist.kernels.cpu.finish import compose_maps
 from mst_dist.kernels.cpu.phases import KMAX, jump, number
 
 __all__ = ["solve_local"]

@@ -1,7 +1,4 @@
-"""CPU labels and the forest: round maps composed into component labels, sorted forest ids.
-
-Also the gather of the forest's rows from the input arrays (:func:`take_rows`).
-"""
+"""CPU finish: round maps composed into component labels, sorted forest ids, the forest's rows."""
 from __future__ import annotations
 
 import numpy as np

@@ -1,0 +1,372 @@
+"""The kernel contract: every function of every backend equals the reference on the shared cases.
+
+Backends: the reference itself, the CPU (Numba) kernels, the GPU kernels on
+their NumPy stand-in and, marked ``gpu``, on CuPy (skipped without a CUDA
+device).  Cases: the hand-made graphs of :mod:`support.cases` and small random
+graphs of every weight dtype (ties, self-loops, parallel edges, an empty
+one).  Each test feeds a backend the reference's inputs, turned into the
+backend's own chunk form with its ``adopt``, and compares the output with
+the reference's; the single-task solve is also held to Kruskal.
+"""
+import inspect
+import pickle
+
+import numpy as np
+import pytest
+
+from mst_dist import kernels
+from mst_dist.kernels.contract import PHASE_FUNCTIONS, Backend, Candidates, Chunk
+from mst_dist.kernels.gpu import gpu_ready
+from support.cases import family_cases, hand_cases
+from support.naive import kruskal
+
+_CUDA, _CUDA_WHY = gpu_ready("cupy")
+
+BACKENDS = [
+    pytest.param(("reference", None), id="reference"),
+    pytest.param(("cpu", None), id="cpu"),
+    pytest.param(("gpu", "numpy"), id="gpu-numpy"),
+    pytest.param(("gpu", "cupy"), id="gpu-cupy",
+                 marks=[pytest.mark.gpu,
+                        pytest.mark.skipif(not _CUDA, reason=f"needs a CUDA GPU and CuPy: {_CUDA_WHY}")]),
+]
+
+DTYPES = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint32, np.uint64,
+          np.float16, np.float32, np.float64, np.bool_]
+
+
+def _weights(rng, dt, m):
+    dt = np.dtype(dt)
+    if dt.kind == "f":
+        return (rng.standard_normal(m) * 3).round(1).astype(dt)  # rounded: many ties
+    if dt.kind == "b":
+        return rng.integers(0, 2, m).astype(bool)
+    info = np.iinfo(dt)
+    return rng.integers(max(info.min, -6), min(info.max, 6) + 1, m).astype(dt)
+
+
+def random_cases():
+    """Small random multigraphs (self-loops and parallel edges included), one per weight dtype."""
+    out = []
+    for seed, dt in enumerate(DTYPES):
+        rng = np.random.default_rng(seed)
+        n = int(rng.integers(2, 40))
+        m = int(rng.integers(n, 12 * n))  # dense enough for a light pass now and then
+        src, dst = rng.integers(0, n, m), rng.integers(0, n, m)
+        out.append((f"random-{np.dtype(dt).name}", n, src, dst, _weights(rng, dt, m)))
+    rng = np.random.default_rng(99)
+    src, dst = rng.integers(0, 300, 200), rng.integers(0, 300, 200)
+    out.append(("random-sparse", 300, src, dst, rng.integers(0, 4, 200)))
+    out.append(("random-loops-only", 5, np.arange(5), np.arange(5), np.ones(5)))
+    return out
+
+
+CASES = hand_cases() + random_cases()
+IDS = [c[0] for c in CASES]
+
+
+@pytest.fixture(params=BACKENDS)
+def kern(request):
+    name, xp = request.param
+    return kernels.backend(name, xp=xp)
+
+
+@pytest.fixture(scope="module")
+def ref():
+    return kernels.backend("reference")
+
+
+# ---------------------------------------------------------------------------
+# helpers
+# ---------------------------------------------------------------------------
+
+def host_edges(chunk):
+    """A chunk's live edges as host arrays sorted by edge id (edge order is not part of the contract)."""
+    u, v, key, eid = (np.asarray(a) if isinstance(a, np.ndarray) else a.get() for a in chunk.edges())
+    order = np.argsort(eid, kind="stable")
+    return u[order], v[order], key[order], eid[order]
+
+
+def assert_same_edges(a, b):
+    for x, y in zip(host_edges(a), host_edges(b)):
+        np.testing.assert_array_equal(x, y)
+        assert x.dtype == y.dtype
+    assert a.packing == b.packing
+
+
+def assert_same_candidates(a, b):
+    assert isinstance(a, Candidates)
+    for x, y in zip(a.arrays(), b.arrays()):
+        assert isinstance(x, np.ndarray)  # records come back on the host
+        np.testing.assert_array_equal(x, y)
+        assert x.dtype == y.dtype
+
+
+def split3(src, dst, w):
+    cuts = [0, len(src) // 3, 2 * len(src) // 3, len(src)]
+    return [(src[a:b], dst[a:b], w[a:b]) for a, b in zip(cuts, cuts[1:])], cuts[:3]
+
+
+def prepared(ref, case, offset=1000):
+    name, n, src, dst, w = case
+    return ref.prepare((src, dst, w), offset, n)
+
+
+def round_maps(ref, chunk, n):
+    """The round maps of plain reference rounds on ``chunk`` until nothing is left."""
+    maps, fin = [], 0
+    while n:
+        chunk, cand = ref.map(chunk, n)
+        M, _, n_next, n_fin = ref.contract(cand, n, fin)
+        chunk = ref.filter_edges(chunk, M)
+        maps.append(M)
+        fin += n_fin
+        n = n_next
+    return maps
+
+
+# ---------------------------------------------------------------------------
+# the contract itself
+# ---------------------------------------------------------------------------
+
+def test_every_backend_has_every_function_with_the_contracts_signature(kern):
+    assert kern.name in kernels.BACKENDS
+    for fname in PHASE_FUNCTIONS:
+        want = [p for p in inspect.signature(getattr(Backend, fname)).parameters.values()
+                if p.name != "self"]
+        got = list(inspect.signature(getattr(kern, fname)).parameters.values())
+        assert [(p.name, p.kind, p.default) for p in got] == [(p.name, p.kind, p.default) for p in want], fname
+
+
+def test_unknown_backend_lists_the_choices():
+    with pytest.raises(ValueError, match="reference, cpu, gpu"):
+        kernels.backend("tpu")
+    with pytest.raises(ValueError, match="array module"):
+        kernels.backend("gpu")
+
+
+# ---------------------------------------------------------------------------
+# prepare, adopt, concat
+# ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_prepare(kern, ref, case):
+    name, n, src, dst, w = case
+    got = kern.prepare((src, dst, w), 1000, n)
+    assert isinstance(got, Chunk) and got.xp is kern.xp
+    assert_same_edges(got, ref.prepare((src, dst, w), 1000, n))
+    assert not (host_edges(got)[0] == host_edges(got)[1]).any()  # no self-loops
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_prepare_many_and_concat(kern, ref, case):
+    name, n, src, dst, w = case
+    raws, offsets = split3(src, dst, w)
+    want = ref.prepare((src, dst, w), 0, n)
+    assert_same_edges(kern.prepare_many(raws, offsets, n), want)
+    parts = [ref.prepare(r, off, n) for r, off in zip(raws, offsets)]
+    assert_same_edges(kern.concat([kern.adopt(p) for p in parts], n), want)
+    assert_same_edges(kern.concat(parts[::-1], n), want)  # any form, any order in
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_adopt_and_travel(kern, ref, case):
+    c = prepared(ref, case)
+    mine = kern.adopt(c)
+    assert mine.xp is kern.xp and len(mine) == len(c)
+    assert_same_edges(mine, c)
+    assert_same_edges(ref.adopt(mine), c)  # and back to the plain host form
+    back = pickle.loads(pickle.dumps(mine))  # travels as host arrays, same form
+    assert back.xp is np and back.packed == mine.packed and back.h2d == 0
+    assert_same_edges(back, c)
+    assert_same_edges(kern.adopt(back), c)
+
+
+# ---------------------------------------------------------------------------
+# a round: map, merge, contract, filter-nodes, filter-edges
+# ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_map(kern, ref, case):
+    n = case[1]
+    c = prepared(ref, case)
+    new, cand = kern.map(kern.adopt(c), n)
+    _, want = ref.map(c, n)
+    assert_same_candidates(cand, want)
+    assert_same_edges(new, c)
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_map_with_filter_edges_fused(kern, ref, case):
+    n = case[1]
+    c = prepared(ref, case)
+    _, cand = ref.map(c, n)
+    M, _, n_next, _ = ref.contract(cand, n, 0)
+    new, got = kern.map(kern.adopt(c), n_next, kern.to_device(M)[0])
+    want_chunk, want = ref.map(c, n_next, M)
+    assert_same_candidates(got, want)
+    assert_same_edges(new, want_chunk)
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_merge(kern, ref, case):
+    name, n, src, dst, w = case
+    raws, offsets = split3(src, dst, w)
+    parts = [ref.map(ref.prepare(r, off, n), n)[1] for r, off in zip(raws, offsets)]
+    want = ref.merge(parts)
+    assert_same_candidates(kern.merge(parts), want)
+    assert_same_candidates(kern.merge([kern.merge(parts[:2]), parts[2]]), want)  # any tree
+    assert_same_candidates(kern.merge([parts[2], kern.merge(parts[1:]), parts[0]]), want)  # idempotent
+    assert_same_candidates(kern.merge([]), Candidates.empty())
+
+
+@pytest.mark.parametrize("finish", [True, False])
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_contract(kern, ref, case, finish):
+    n = case[1]
+    _, cand = ref.map(prepared(ref, case), n)
+    M, chosen, n_next, n_fin = kern.contract(cand, n, 7, finish)
+    wM, wchosen, wn, wf = ref.contract(cand, n, 7, finish)
+    assert isinstance(M, np.ndarray) and M.dtype == np.int64
+    np.testing.assert_array_equal(M, wM)
+    np.testing.assert_array_equal(np.sort(chosen), wchosen)
+    assert (n_next, n_fin) == (wn, wf)
+
+
+@pytest.mark.parametrize("finish", [True, False])
+@pytest.mark.parametrize("seed", range(8))
+def test_filter_nodes(kern, ref, seed, finish):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 3000)) if seed else 0
+    is_root = rng.random(n) < 0.3
+    roots = np.flatnonzero(is_root)
+    root = np.arange(n, dtype=np.int64)
+    if roots.size:
+        root[~is_root] = rng.choice(roots, int((~is_root).sum()))
+    else:
+        root[:] = np.arange(n)
+    has = rng.random(n) < 0.8
+    has[~(root == np.arange(n))] = True  # a hooked component had a candidate
+    M, n_next, n_fin = kern.filter_nodes(root, has, 5, finish)
+    wM, wn, wf = ref.filter_nodes(root, has, 5, finish)
+    assert isinstance(M, np.ndarray)
+    np.testing.assert_array_equal(M, wM)
+    assert (n_next, n_fin) == (wn, wf)
+    assert sorted(set(M[M >= 0].tolist())) == list(range(n_next))
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_filter_edges(kern, ref, case):
+    n = case[1]
+    c = prepared(ref, case)
+    _, cand = ref.map(c, n)
+    M, _, _, _ = ref.contract(cand, n, 0)
+    assert_same_edges(kern.filter_edges(kern.adopt(c), kern.to_device(M)[0]), ref.filter_edges(c, M))
+    assert_same_edges(kern.filter_edges(kern.adopt(c), M), ref.filter_edges(c, M))  # a host map too
+
+
+@pytest.mark.parametrize("relabel", [False, True])
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_split_light_and_sample(kern, ref, case, relabel):
+    n = case[1]
+    c = prepared(ref, case)
+    M = None
+    if relabel:
+        M = ref.contract(ref.map(c, n)[1], n, 0, False)[0]
+    u, v, key, eid = host_edges(c)
+    tk, te = (key[len(c) // 2], eid[len(c) // 2]) if len(c) else (0, 0)
+    light, heavy = kern.split_light(kern.adopt(c), None if M is None else kern.to_device(M)[0], tk, te)
+    wl, wh = ref.split_light(c, M, tk, te)
+    assert_same_edges(light, wl)
+    assert_same_edges(heavy, wh)
+    assert len(light) + len(heavy) == len(ref.filter_edges(c, M) if relabel else c)
+    pos = np.random.default_rng(1).integers(0, max(1, len(c)), 20 if len(c) else 0)
+    mine = kern.adopt(c)
+    k, e = kern.sample(mine, pos)
+    wk, we = ref.sample(ref.adopt(mine), pos)  # the same positions of the same live edges
+    np.testing.assert_array_equal(k, wk)
+    np.testing.assert_array_equal(e, we)
+    assert isinstance(k, np.ndarray) and isinstance(e, np.ndarray)
+
+
+# ---------------------------------------------------------------------------
+# the single-task solve
+# ---------------------------------------------------------------------------
+
+SOLVE_CASES = CASES + family_cases()
+
+
+@pytest.mark.parametrize("knobs", [dict(), dict(min_degree=0.5), dict(light_factor=0),
+                                   dict(min_degree=0.5, dedupe=1.0, seed=3)],
+                         ids=["default", "light-pass", "no-light-pass", "dedupe"])
+@pytest.mark.parametrize("case", SOLVE_CASES, ids=[c[0] for c in SOLVE_CASES])
+def test_solve_local(kern, ref, case, knobs):
+    name, n, src, dst, w = case
+    exp, comps = kruskal(n, src, dst, w)
+    sol = kern.solve_local(kern.prepare((src, dst, w), 0, n), n, 4, **knobs)
+    assert isinstance(sol.M, np.ndarray) and isinstance(sol.chosen, np.ndarray)
+    np.testing.assert_array_equal(np.sort(sol.chosen), exp)
+    assert sol.n_finished == comps
+    assert (sol.M < 0).all() and sorted(set((-sol.M - 1).tolist())) == list(range(4, 4 + comps))
+    # the same partition as the reference's (final numbers may differ)
+    want = ref.solve_local(ref.prepare((src, dst, w), 0, n), n, 4)
+    np.testing.assert_array_equal(ref.labels([sol.M], n)[0], ref.labels([want.M], n)[0])
+    assert sum(r.forest_edges for r in sol.rounds) == len(exp)
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_solve_local_after_a_round(kern, ref, case):
+    """A pending relabel: the filter-edges of the distributed round before the solve."""
+    name, n, src, dst, w = case
+    exp, comps = kruskal(n, src, dst, w)
+    c = ref.prepare((src, dst, w), 0, n)
+    _, cand = ref.map(c, n)
+    M0, chosen0, n1, fin0 = ref.contract(cand, n, 0)
+    # a fresh chunk: the solve may overwrite its arrays
+    sol = kern.solve_local(kern.adopt(ref.prepare((src, dst, w), 0, n)), n1, fin0,
+                           relabel=kern.to_device(M0)[0])
+    np.testing.assert_array_equal(np.sort(np.concatenate([chosen0, sol.chosen])), exp)
+    assert fin0 + sol.n_finished == comps
+    labels, k = kern.labels([M0, sol.M], n)
+    np.testing.assert_array_equal(labels, ref.labels([M0, ref.solve_local(c, n1, fin0, relabel=M0).M], n)[0])
+    assert k == comps
+
+
+# ---------------------------------------------------------------------------
+# labels and the forest
+# ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_compose_maps_and_labels(kern, ref, case):
+    n = case[1]
+    maps = round_maps(ref, prepared(ref, case), n)
+    if not maps:
+        assert kern.labels(maps, n)[1] == ref.labels(maps, n)[1] == 0
+        return
+    np.testing.assert_array_equal(kern.compose_maps(maps), ref.compose_maps(maps))
+    np.testing.assert_array_equal(kern.compose_maps(maps[:1]), maps[0])
+    labels, k = kern.labels(maps, n)
+    wl, wk = ref.labels(maps, n)
+    np.testing.assert_array_equal(labels, wl)
+    assert k == wk
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_forest_ids(kern, ref, seed):
+    rng = np.random.default_rng(seed)
+    spread = [10, 10**3, 10**7, 10, 10**9][seed]  # dense ids and sparse ones
+    ids = rng.choice(spread, min(spread, 500), replace=False).astype(np.int64)
+    parts = np.array_split(rng.permutation(ids), 4)
+    got = kern.forest_ids(parts)
+    np.testing.assert_array_equal(got, ref.forest_ids(parts))
+    np.testing.assert_array_equal(got, np.sort(ids))
+    assert kern.forest_ids([]).shape == (0,)
+
+
+def test_to_device_and_synchronize(kern):
+    a = np.arange(5, dtype=np.int64)
+    d, nb = kern.to_device(a)
+    kern.synchronize()
+    assert d.__class__ is kern.xp.ndarray
+    assert nb == (0 if kern.name != "gpu" else a.nbytes)
+    np.testing.assert_array_equal(kern.xp.asnumpy(d) if hasattr(kern.xp, "asnumpy") else d, a)
