@@ -6,7 +6,8 @@ import pytest
 
 import mst_dist
 from mst_dist.io import writers as mio
-from mst_dist.io.readers import GraphFormatError, read
+from mst_dist.io.formats import GraphFormatError
+from mst_dist.io.readers import read
 from support import DATA
 from support.naive import component_labels, kruskal
 

@@ -15,7 +15,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import mst_dist
-from mst_dist.io.readers import GraphFormatError, read
+from mst_dist.io.formats import GraphFormatError
+from mst_dist.io.readers import read
 from support.naive import kruskal
 
 from support import DATA
