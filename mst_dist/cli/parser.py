@@ -10,6 +10,7 @@ import argparse
 
 from mst_dist.cli.runconfig import BACKENDS
 from mst_dist.generators import GENERATORS, parameters, shared_parameters
+from mst_dist.io.formats import FOREST_FORMATS
 
 __all__ = ["build_parser", "run_config_from_args", "generator_params"]
 
@@ -116,7 +117,7 @@ def _add_run_arguments(r, submit=False):
     o = r.add_argument_group("output")
     o.add_argument("-o", "--output", metavar="PATH",
                    help="write the forest (edge_id, src, dst, weight) to a .parquet, .csv or .npz")
-    o.add_argument("--format", choices=("parquet", "csv", "npz"),
+    o.add_argument("--format", choices=FOREST_FORMATS,
                    help="output format (default: from the extension)")
 
     c = r.add_argument_group("cluster")
