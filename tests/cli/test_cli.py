@@ -4,7 +4,6 @@ import logging
 import os
 import re
 import stat
-import subprocess
 import sys
 
 import numpy as np
@@ -20,16 +19,9 @@ from mst_dist.io import writers as io
 from mst_dist.config import ConfigError
 from mst_dist.graph import InvalidGraphError
 from support import ROOT
+from support.cli import run_cli
 
 QUICKSTART = os.path.join(ROOT, "configs", "quickstart.yaml")
-
-
-def mst_dist_cli(*args, cwd, timeout=300):
-    """Run ``python -m mst_dist.cli`` in a subprocess (the package importable from ROOT)."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
-    return subprocess.run([sys.executable, "-m", "mst_dist.cli", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=timeout)
 
 
 def scipy_forest(graph):
@@ -333,11 +325,11 @@ def test_gpu_backend_without_gpus_names_the_extra(monkeypatch, capsys):
 
     for name in ("cupy", "dask_cuda"):
         monkeypatch.setitem(sys.modules, name, None)  # import fails as if not installed
-    gpu._gpu_ready.cache_clear()  # what this process found before (a GPU, on a machine with one)
+    gpu.gpu_ready.cache_clear()  # what this process found before (a GPU, on a machine with one)
     try:
         assert cli.main(["run", "--generate", "hypercube", "--d", "3", "--backend", "gpu", "-q"]) == 2
     finally:
-        gpu._gpu_ready.cache_clear()
+        gpu.gpu_ready.cache_clear()
     err = _one_line_error(capsys.readouterr().err)
     assert re.search(r"pip install '?mst-dist\[gpu\]'?", err), err
 
@@ -443,8 +435,9 @@ def test_main_version(capsys):
 # end to end (subprocess: python -m mst_dist.cli)
 # --------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_cli_json_matches_scipy(tmp_path):
-    p = mst_dist_cli("run", "--generate", "rmat", "--scale", "10", "--seed", "3", "--json", cwd=tmp_path)
+    p = run_cli("run", "--generate", "rmat", "--scale", "10", "--seed", "3", "--json", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     rep = json.loads(p.stdout)
     total, ncomp = scipy_forest(mst_dist.generate("rmat", scale=10, seed=3))
@@ -463,9 +456,10 @@ def test_cli_json_matches_scipy(tmp_path):
     assert os.listdir(tmp_path) == []
 
 
+@pytest.mark.slow
 def test_cli_quickstart_writes_parquet(tmp_path):
     out = tmp_path / "forest.parquet"
-    p = mst_dist_cli("run", QUICKSTART, "--output", str(out), "--json", "--quiet", cwd=tmp_path)
+    p = run_cli("run", QUICKSTART, "--output", str(out), "--json", "--quiet", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     rep = json.loads(p.stdout)
     t = pq.read_table(out)
@@ -479,6 +473,7 @@ def test_cli_quickstart_writes_parquet(tmp_path):
     assert "INFO" not in p.stderr  # --quiet
 
 
+@pytest.mark.slow
 def test_cli_table_npz_input_csv_output(tmp_path):
     rng = np.random.default_rng(1)
     n, m = 60, 240
@@ -489,7 +484,7 @@ def test_cli_table_npz_input_csv_output(tmp_path):
     (tmp_path / "run.yaml").write_text(
         "graph:\n  input: g.npz\nn_vertices: 64\noutput:\n  path: forest.csv\n"
         "cluster:\n  n_workers: 1\n  threads_per_worker: 2\n  dashboard_address: null\n")
-    p = mst_dist_cli("run", "run.yaml", cwd=tmp_path)
+    p = run_cli("run", "run.yaml", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     total, ncomp = scipy_forest(mst_dist.Graph.from_arrays(src, dst, w, n_vertices=64))
     out = p.stdout
@@ -505,7 +500,7 @@ def test_cli_table_npz_input_csv_output(tmp_path):
 
 def test_cli_bad_config_exit_2(tmp_path):
     (tmp_path / "bad.yaml").write_text("graph:\n  generate:\n    kind: rmat\n    scale: x\n")
-    p = mst_dist_cli("run", "bad.yaml", cwd=tmp_path)
+    p = run_cli("run", "bad.yaml", cwd=tmp_path)
     assert p.returncode == 2
     assert p.stderr.strip() == "mst-dist: error: bad.yaml: graph.generate.scale: expected int, got str 'x'"
     assert p.stdout == ""

@@ -1,16 +1,85 @@
-"""open_cluster: one entry for every cluster kind, dispatched by name."""
+"""Cluster kinds: their sections in run configs, open_cluster's dispatch by kind, the extras they need."""
 import contextlib
+import sys
 
+import dask.config
 import pytest
 
 from mst_dist.cli.runconfig import CLUSTER_KINDS, validate_run_config
-from mst_dist.deploy import CLUSTERS, clusters, open_cluster
+from mst_dist.config import ConfigError
+from mst_dist.deploy import CLUSTERS, clusters, cuda, jobqueue, mpi, open_cluster
+from support.cli import GEN, cluster_of
 
-GEN = {"graph": {"generate": {"kind": "grid", "rows": 4, "cols": 4}}}
+
+def error_of(**section):
+    with pytest.raises(ConfigError) as info:
+        cluster_of(**section)
+    return str(info.value)
 
 
-def cluster_of(**section):
-    return validate_run_config({**GEN, "cluster": section})["cluster"]
+# --------------------------------------------------------------------------
+# cluster kinds in run configs
+# --------------------------------------------------------------------------
+
+def test_every_kind_validates():
+    assert cluster_of(kind="local")["kind"] == "local"
+    assert cluster_of(kind="address", address="tcp://h:1") == {"kind": "address", "address": "tcp://h:1",
+                                                                "wait_timeout": 600}
+    c = cluster_of(kind="slurm", cores=8, memory="16GB")
+    assert c["jobs"] == 1 and c["processes"] is None and c["warmup"] is True and c["wait_timeout"] == 600
+    assert cluster_of(kind="pbs", cores=8, memory="16GB", resource_spec="select=1:ncpus=8")["resource_spec"]
+    m = cluster_of(kind="mpi", threads_per_worker=2)
+    assert m["threads_per_worker"] == 2 and m["memory_limit"] == "auto" and "n_workers" not in m
+    g = cluster_of(kind="local-cuda", cuda_visible_devices="0,1")
+    assert g["cuda_visible_devices"] == "0,1" and g["n_workers"] is None
+
+
+@pytest.mark.parametrize("section, expect", [
+    ({"kind": "slurm", "memory": "1GB"}, "cluster.cores: missing: kind 'slurm' needs cores (per job); "
+                                         "set it here or in the dask config jobqueue.slurm.cores"),
+    ({"kind": "pbs", "cores": 4}, "cluster.memory: missing: kind 'pbs' needs memory"),
+    ({"kind": "slurm", "cores": 4, "memory": "1GB", "processes": True}, "cluster.processes: expected int or null"),
+    ({"kind": "slurm", "cores": "4", "memory": "1GB"}, "cluster.cores: expected int or null, got str '4'"),
+    ({"kind": "slurm", "cores": 4, "memory": "1GB", "job_extra_directives": "--exclusive"},
+     "cluster.job_extra_directives: expected list[str] or null, got str"),
+    ({"kind": "slurm", "cores": 4, "memory": "1GB", "worker_extra_args": ["--x", 3]},
+     "cluster.worker_extra_args[1]: expected str, got int 3"),
+    ({"kind": "slurm", "cores": 4, "memory": "1GB", "jobs": 0}, "cluster.jobs: must be >= 1"),
+    ({"kind": "slurm", "cores": 4, "memory": "1GB", "resource_spec": "x"},
+     "cluster.resource_spec: only for kind 'pbs' (this is kind 'slurm')"),
+    ({"kind": "mpi", "n_workers": 3}, "cluster.n_workers: only for kinds 'local', 'local-cuda' (this is kind 'mpi')"),
+    ({"kind": "local", "queue": "q"}, "cluster.queue: only for kinds 'slurm', 'pbs' (this is kind 'local')"),
+    ({"kind": "mpi", "wait_timeout": -1}, "cluster.wait_timeout: must be >= 0"),
+    ({"kind": "slurm", "cores": 4, "memory": "1GB", "qeue": "q"}, "cluster.qeue: unknown key; allowed: kind, "),
+    ({"kind": "kubernetes"}, "cluster.kind: expected one of local, local-cuda, address, slurm, pbs, mpi"),
+])
+def test_kind_errors_name_key_and_choices(section, expect):
+    assert error_of(**section).startswith(expect)
+
+
+def test_jobqueue_config_fills_missing_cores_and_memory():
+    with dask.config.set({"jobqueue.slurm.cores": 4, "jobqueue.slurm.memory": "8GB"}):
+        c = cluster_of(kind="slurm")
+    assert c["cores"] is None and c["memory"] is None  # left to dask-jobqueue's own config
+
+
+def test_kind_from_dask_config_and_env(monkeypatch):
+    from mst_dist import config
+
+    monkeypatch.setenv("DASK_MST__CLUSTER__KIND", "mpi")
+    monkeypatch.setenv("DASK_MST__CLUSTER__WAIT_TIMEOUT", "30")
+    config.refresh()
+    try:
+        c = validate_run_config(GEN)["cluster"]
+        assert c["kind"] == "mpi" and c["wait_timeout"] == 30
+    finally:
+        monkeypatch.undo()
+        config.refresh()
+
+
+# --------------------------------------------------------------------------
+# open_cluster
+# --------------------------------------------------------------------------
 
 
 def test_every_config_kind_opens():
@@ -52,3 +121,14 @@ def test_local_kind_runs_and_closes():
         (w,) = client.scheduler_info()["workers"].values()
         assert w["nthreads"] == 2
     assert client.status == "closed"
+
+
+def test_missing_extra_is_named(monkeypatch):
+    for name in ("dask_jobqueue", "dask_cuda", "dask_mpi"):
+        monkeypatch.setitem(sys.modules, name, None)  # import fails as if not installed
+    with pytest.raises(ImportError, match=r"cluster kind 'slurm' needs dask-jobqueue.*pip install 'mst-dist\[hpc\]'"):
+        jobqueue.job_cluster(cluster_of(kind="slurm", cores=1, memory="1GB"))
+    with pytest.raises(ImportError, match=r"needs dask-cuda.*pip install 'mst-dist\[gpu\]'"):
+        cuda.local_cuda_cluster(cluster_of(kind="local-cuda"))
+    with pytest.raises(ImportError, match=r"cluster kind 'mpi' needs dask-mpi"):
+        mpi.mpi_client(cluster_of(kind="mpi"))

@@ -1,0 +1,238 @@
+"""Cluster kinds slurm and pbs (dask-jobqueue): the job scripts they would submit, and a real
+single-node SLURM running a run."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import dask.config
+import numpy as np
+import pytest
+import yaml
+
+import mst_dist
+from mst_dist.cli.runconfig import validate_run_config
+from mst_dist.deploy import jobqueue
+from support import ROOT
+from support.cli import GEN, cli_env, cluster_of, run_cli
+from support.naive import kruskal
+
+
+# --------------------------------------------------------------------------
+# the job script that would be submitted
+# --------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def dask_jobqueue():
+    try:
+        import dask_jobqueue
+    except ImportError:
+        if os.environ.get("CI"):
+            pytest.fail("dask-jobqueue is missing in CI: .ci/run must install mst-dist[hpc]")
+        pytest.skip("dask-jobqueue is not installed: pip install 'mst-dist[hpc]'")
+    return dask_jobqueue
+
+
+def test_slurm_job_script(dask_jobqueue):
+    cfg = cluster_of(kind="slurm", cores=16, memory="64GiB", processes=4, queue="compute", account="proj7",
+                     walltime="02:30:00", job_extra_directives=["--exclusive"], interface="lo",
+                     job_script_prologue=["module load python/3.11"], worker_extra_args=["--resources", "CPU=1"],
+                     dashboard_address=None)
+    with jobqueue.job_cluster(cfg) as cluster:
+        assert isinstance(cluster, dask_jobqueue.SLURMCluster)
+        script = cluster.job_script()
+        address = cluster.scheduler_address
+    lines = script.splitlines()
+    assert lines[0] == "#!/usr/bin/env bash"
+    for directive in ("#SBATCH -p compute", "#SBATCH -A proj7", "#SBATCH -n 1", "#SBATCH --cpus-per-task=16",
+                      "#SBATCH --mem=64G", "#SBATCH -t 02:30:00", "#SBATCH --exclusive"):
+        assert directive in lines, directive
+    assert "module load python/3.11" in lines
+    cmd = lines[-1]
+    assert cmd.startswith(sys.executable) and "distributed.cli.dask_worker" in cmd
+    assert address in cmd
+    assert "--nworkers 4" in cmd and "--nthreads 4" in cmd
+    assert "--resources CPU=1" in cmd and "--preload mst_dist.engine.warmup" in cmd
+
+
+def test_pbs_job_script(dask_jobqueue):
+    cfg = cluster_of(kind="pbs", cores=8, memory="32GB", queue="workq", walltime="00:20:00", jobs=3,
+                     job_extra_directives=["-l place=excl"], warmup=False, dashboard_address=None)
+    with jobqueue.job_cluster(cfg) as cluster:
+        assert isinstance(cluster, dask_jobqueue.PBSCluster)
+        script = cluster.job_script()
+    lines = script.splitlines()
+    for directive in ("#PBS -q workq", "#PBS -l select=1:ncpus=8:mem=30GB", "#PBS -l walltime=00:20:00",
+                      "#PBS -l place=excl"):
+        assert directive in lines, directive
+    assert "--preload" not in lines[-1]  # warmup: false
+
+
+@pytest.mark.parametrize("kind", ["slurm", "pbs"])
+def test_example_jobqueue_yaml_layers_under_run_config(dask_jobqueue, kind):
+    """cluster/jobqueue-<kind>.yaml is a valid dask config; the run config's keys win over it."""
+    with open(os.path.join(ROOT, "cluster", f"jobqueue-{kind}.yaml")) as f:
+        site = yaml.safe_load(f)
+    assert set(site) == {"jobqueue"} and set(site["jobqueue"]) == {kind}
+    # as ~/.config/dask/jobqueue.yaml would: merged key by key over dask-jobqueue's defaults
+    with dask.config.set({f"jobqueue.{kind}.{k}": v for k, v in site["jobqueue"][kind].items()}):
+        cfg = validate_run_config({**GEN, "cluster": {"kind": kind, "walltime": "00:05:00",
+                                                      "dashboard_address": None}})["cluster"]
+        with jobqueue.job_cluster(cfg) as cluster:
+            script = cluster.job_script()
+    lines = script.splitlines()
+    assert "module load python/3.11" in lines
+    assert any("00:05:00" in ln for ln in lines)  # the run config's walltime
+    assert "--nworkers 4" in lines[-1] and "--nthreads 8" in lines[-1]  # 32 cores / 4 processes
+    assert "--resources CPU=1" in lines[-1] and "--preload mst_dist.engine.warmup" in lines[-1]
+    assert "--death-timeout 120" in lines[-1]
+
+
+@pytest.mark.parametrize("name", ["example-slurm.yaml", "example-pbs.yaml"])
+@pytest.mark.slow
+def test_job_script_command(tmp_path, dask_jobqueue, name):
+    p = run_cli("job-script", os.path.join(ROOT, "configs", name), cwd=tmp_path, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith("#!/usr/bin/env bash")
+    assert ("#SBATCH" if "slurm" in name else "#PBS") in p.stdout
+    assert "--preload mst_dist.engine.warmup" in p.stdout
+
+
+def test_job_script_needs_batch_kind(tmp_path):
+    p = run_cli("job-script", os.path.join(ROOT, "configs", "quickstart.yaml"), cwd=tmp_path, timeout=120)
+    assert p.returncode == 2
+    assert "job-script needs kind 'slurm' or 'pbs', got 'local'" in p.stderr
+
+
+# --------------------------------------------------------------------------
+# a real single-node SLURM (Debian's slurm-wlm) running a dask-jobqueue run
+# --------------------------------------------------------------------------
+
+SLURM_BINARIES = ("munged", "slurmctld", "slurmd", "sbatch", "squeue", "scancel", "sinfo")
+
+
+def _free_port():
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def slurm(tmp_path_factory):
+    """munged, slurmctld and slurmd of this machine as one SLURM node, for this module only.
+
+    Everything lives in a temporary directory (keys, sockets, state, logs, ports chosen free);
+    the daemons run in the foreground as children of the test and are stopped by their pids.
+    """
+    missing = [b for b in SLURM_BINARIES if shutil.which(b) is None and not os.path.exists(f"/usr/sbin/{b}")]
+    if missing:
+        if os.environ.get("CI"):
+            pytest.fail(f"{', '.join(missing)} missing in CI: .ci/run must apt-get install slurm-wlm munge")
+        pytest.skip(f"SLURM is not installed ({', '.join(missing)}): apt-get install slurm-wlm munge")
+    if os.geteuid() != 0:
+        pytest.skip("starting slurmd here needs root")
+    import socket
+
+    d = tmp_path_factory.mktemp("slurm")
+    for sub in ("state", "spool", "munge", "logs"):
+        (d / sub).mkdir()
+    os.chmod(d, 0o755)
+    key = d / "munge" / "munge.key"
+    key.write_bytes(os.urandom(1024))
+    os.chmod(key, 0o400)
+    sock = d / "munge" / "munge.socket"
+    node = socket.gethostname().split(".")[0]
+    mem_mb = int(open("/proc/meminfo").read().split()[1]) // 1024 // 2
+    conf = d / "slurm.conf"
+    conf.write_text(f"""ClusterName=msttest
+SlurmctldHost={node}
+SlurmctldPort={_free_port()}
+SlurmdPort={_free_port()}
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket={sock}
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU
+SchedulerType=sched/backfill
+StateSaveLocation={d}/state
+SlurmdSpoolDir={d}/spool
+SlurmctldPidFile={d}/slurmctld.pid
+SlurmdPidFile={d}/slurmd.pid
+SlurmctldLogFile={d}/logs/slurmctld.log
+SlurmdLogFile={d}/logs/slurmd.log
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+ReturnToService=2
+MpiDefault=none
+NodeName={node} CPUs={os.cpu_count()} RealMemory={mem_mb} State=UNKNOWN
+PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
+""")
+    sbin = lambda b: shutil.which(b) or f"/usr/sbin/{b}"  # noqa: E731
+    procs = []
+    out = open(d / "logs" / "daemons.out", "w")
+    try:
+        procs.append(subprocess.Popen([sbin("munged"), "-F", "--force", f"--socket={sock}", f"--key-file={key}",
+                                       f"--pid-file={d}/munge/munged.pid", f"--log-file={d}/logs/munged.log",
+                                       f"--seed-file={d}/munge/munged.seed"], stdout=out, stderr=out))
+        deadline = time.monotonic() + 30
+        while not sock.exists():
+            assert procs[0].poll() is None and time.monotonic() < deadline, (d / "logs" / "munged.log").read_text()
+            time.sleep(0.1)
+        env = dict(os.environ, SLURM_CONF=str(conf))
+        procs.append(subprocess.Popen([sbin("slurmctld"), "-D", "-c", "-f", str(conf)], env=env,
+                                      stdout=out, stderr=out))
+        procs.append(subprocess.Popen([sbin("slurmd"), "-D", "-f", str(conf)], env=env, stdout=out, stderr=out))
+        deadline = time.monotonic() + 60
+        while True:
+            p = subprocess.run(["sinfo", "-h", "-o", "%T"], env=env, capture_output=True, text=True)
+            if p.returncode == 0 and p.stdout.strip() == "idle":
+                break
+            assert all(q.poll() is None for q in procs) and time.monotonic() < deadline, \
+                (d / "logs" / "daemons.out").read_text() + p.stderr
+            time.sleep(0.5)
+        yield {"conf": str(conf), "dir": d, "env": env}
+    finally:
+        for q in reversed(procs):
+            q.terminate()
+            try:
+                q.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                q.kill()
+                q.wait()
+        out.close()
+
+
+@pytest.mark.slurm
+@pytest.mark.slow
+def test_real_slurm_run(tmp_path, slurm, dask_jobqueue):
+    """`mst-dist run` with cluster.kind slurm: two batch jobs of one worker each really run the forest,
+    and are gone when it ends."""
+    (tmp_path / "run.yaml").write_text(
+        "graph:\n  generate: {kind: erdos_renyi, n: 5000, m: 20000, seed: 8}\n"
+        "local_finish: 0\npartitions: 4\noutput: {path: forest.npz}\n"
+        "cluster:\n  kind: slurm\n  jobs: 2\n  cores: 1\n  memory: 1GB\n  processes: 1\n"
+        f"  walltime: '00:10:00'\n  log_directory: {tmp_path / 'jobs'}\n  wait_timeout: 180\n"
+        "  warmup: false\n")
+    p = run_cli("run", "run.yaml", "--json", cwd=tmp_path, env=cli_env(slurm["env"]), timeout=300)
+    assert p.returncode == 0, p.stderr[-4000:] + (slurm["dir"] / "logs" / "slurmctld.log").read_text()[-2000:]
+    rep = json.loads(p.stdout)
+    assert rep["cluster"]["kind"] == "slurm" and rep["cluster"]["n_workers"] == 2
+    assert sorted(w["name"] for w in rep["cluster"]["workers"]) == ["SLURMCluster-0", "SLURMCluster-1"]
+    g = mst_dist.generate("erdos_renyi", n=5000, m=20000, seed=8)
+    exp, _ = kruskal(g.n_vertices, *g.to_arrays())
+    with np.load(tmp_path / "forest.npz") as z:
+        np.testing.assert_array_equal(z["edge_id"], exp)
+    # the workers ran as SLURM jobs (their logs), and the jobs were cancelled at the end
+    assert len(list((tmp_path / "jobs").glob("*.err"))) == 2
+    deadline = time.monotonic() + 30
+    while subprocess.run(["squeue", "-h"], env=slurm["env"], capture_output=True, text=True).stdout.strip():
+        assert time.monotonic() < deadline, "jobs left in the queue"
+        time.sleep(0.5)

@@ -1,0 +1,76 @@
+"""Cluster kind mpi (dask-mpi): ``mpirun -n 4 mst-dist run --mpi CONFIG``, for real."""
+import json
+import os
+import shutil
+import subprocess
+import time
+
+import numpy as np
+import pytest
+
+import mst_dist
+from support.cli import CLI, cli_env
+from support.naive import kruskal
+
+
+def mpirun_or_skip():
+    exe = shutil.which("mpirun")
+    if exe is None:
+        if os.environ.get("CI"):
+            pytest.fail("mpirun is missing in CI: .ci/run must apt-get install openmpi-bin libopenmpi-dev")
+        pytest.skip("mpirun is not installed (apt-get install openmpi-bin libopenmpi-dev); .ci/run installs it")
+    try:
+        import dask_mpi  # noqa: F401
+        import mpi4py  # noqa: F401
+    except ImportError as e:
+        if os.environ.get("CI"):
+            pytest.fail(f"{e}: .ci/run must install mst-dist[hpc]")
+        pytest.skip(f"{e}: pip install 'mst-dist[hpc]'")
+    return exe
+
+
+def mpirun(exe, n, *args, cwd, timeout=240):
+    env = cli_env(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+                  OMPI_MCA_rmaps_base_oversubscribe="1")
+    cli = [shutil.which("mst-dist")] if shutil.which("mst-dist") else CLI
+    return subprocess.run([exe, "-n", str(n), "--oversubscribe", *cli, *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.mpi
+@pytest.mark.slow
+def test_mpirun_run(tmp_path):
+    """Four ranks: a scheduler, the run, two workers (warm-up preloaded); same forest as Kruskal."""
+    exe = mpirun_or_skip()
+    (tmp_path / "run.yaml").write_text(
+        "graph:\n  generate: {kind: erdos_renyi, n: 3000, m: 12000, seed: 4}\n"
+        "local_finish: 0\npartitions: 4\noutput: {path: forest.npz}\n"
+        "cluster: {kind: mpi, threads_per_worker: 1, wait_timeout: 120}\n")
+    t0 = time.monotonic()
+    p = mpirun(exe, 4, "run", "--mpi", "run.yaml", "--json", "--report", "report.json", cwd=tmp_path)
+    took = time.monotonic() - t0
+    assert p.returncode == 0, p.stderr[-4000:]
+    rep = json.loads(p.stdout)  # only rank 1 writes to stdout
+    assert rep == json.loads((tmp_path / "report.json").read_text()) | {"output": rep["output"]}
+    assert rep["cluster"]["kind"] == "mpi" and rep["cluster"]["n_workers"] == 2
+    assert sorted(w["name"] for w in rep["cluster"]["workers"]) == ["2", "3"]  # ranks 2 and 3
+    assert rep["stats"]["workers"] == 2 and rep["stats"]["partitions"] == 4
+    assert rep["cluster"]["dashboard"].endswith("/mst")
+    assert "mst-dist kernels warmed up" in p.stderr  # the worker ranks ran the preload
+    g = mst_dist.generate("erdos_renyi", n=3000, m=12000, seed=4)
+    s, d, w = g.to_arrays()
+    exp, _ = kruskal(g.n_vertices, s, d, w)
+    with np.load(tmp_path / "forest.npz") as z:
+        np.testing.assert_array_equal(z["edge_id"], exp)
+    assert rep["summary"]["forest_edges"] == len(exp)
+    assert took < 200
+
+
+@pytest.mark.mpi
+@pytest.mark.slow
+def test_mpirun_too_few_ranks(tmp_path):
+    exe = mpirun_or_skip()
+    (tmp_path / "run.yaml").write_text("graph:\n  generate: {kind: hypercube, d: 3}\ncluster: {kind: mpi}\n")
+    p = mpirun(exe, 2, "run", "--mpi", "run.yaml", cwd=tmp_path, timeout=120)
+    assert p.returncode != 0
+    assert "'mpi' needs at least 3 MPI ranks" in p.stderr and "this job has 2" in p.stderr
