@@ -13,7 +13,7 @@ from mst_dist.kernels.gpu import GPUUnavailableError
 from mst_dist.generators import generate, GENERATORS
 from mst_dist.io import interop as _interop  # noqa: F401  (registers Graph.from_networkx, ...)
 
-__version__ = "0.1.0"
+from mst_dist._version import __version__
 
 #: Attributes imported on first use (the readers pull in Numba and pyarrow).
 _LAZY = {

@@ -10,7 +10,7 @@ Three things every report and every optional feature needs, written once:
 - :func:`optional_import`: import a module or raise an :class:`ImportError`
   that says what to ``pip install``.
 
-Nothing here imports the rest of mst-dist (``mst_dist.__version__`` aside),
+Nothing here imports the rest of mst-dist (``mst_dist._version`` aside),
 so any layer may use it; none of these functions raises for a missing
 package, except :func:`optional_import`, whose job that is.
 """
@@ -107,7 +107,7 @@ def versions(gpu=False):
         ``numba_threading_layer`` where Numba is installed, and
         ``git_commit``/``git_dirty`` when mst_dist runs from a git checkout.
     """
-    from mst_dist import __version__
+    from mst_dist._version import __version__
 
     out = {"mst_dist": __version__, "python": platform.python_version()}
     for key, names in PACKAGES.items():

@@ -104,6 +104,20 @@ class RunStats:
         return d
 
 
+#: The converters behind ``MSFResult.to_<name>``, by name: filled by :mod:`mst_dist.io.interop`
+#: when it is imported (``import mst_dist`` imports it), as ``graph.CONVERTERS`` is for
+#: ``Graph.from_<name>``; this module never imports the I/O layer.
+EXPORTERS: dict = {}
+
+
+def _exporter(name):
+    try:
+        return EXPORTERS[name]
+    except KeyError:
+        raise ImportError(f"MSFResult.to_{name} is registered by mst_dist.io.interop: import it "
+                          f"(import mst_dist does)") from None
+
+
 @dataclass
 class MSFResult:
     """A minimum spanning forest.
@@ -155,21 +169,15 @@ class MSFResult:
 
     def to_networkx(self, **kw):
         """The forest as a ``networkx.Graph``; see :func:`mst_dist.io.interop.to_networkx`."""
-        from mst_dist.io.interop import to_networkx
-
-        return to_networkx(self, **kw)
+        return _exporter("networkx")(self, **kw)
 
     def to_scipy(self, **kw):
         """The forest as a SciPy sparse array; see :func:`mst_dist.io.interop.to_scipy`."""
-        from mst_dist.io.interop import to_scipy
-
-        return to_scipy(self, **kw)
+        return _exporter("scipy")(self, **kw)
 
     def to_pandas(self):
         """The forest as a pandas DataFrame; see :func:`mst_dist.io.interop.to_pandas`."""
-        from mst_dist.io.interop import to_pandas
-
-        return to_pandas(self)
+        return _exporter("pandas")(self)
 
     def __repr__(self):
         return (f"MSFResult(forest_edges={self.n_forest_edges:,}, total_weight={self.total_weight}, "

@@ -289,7 +289,7 @@ def main(argv=None):
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.version:
-        from mst_dist import __version__
+        from mst_dist._version import __version__
 
         print(f"mst-dist {__version__}")
         return 0

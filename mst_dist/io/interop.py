@@ -8,7 +8,8 @@ per partition, each loaded by a task on a worker).  They are also
 :data:`mst_dist.graph.CONVERTERS` when it is imported, so the import goes one
 way (this module imports the graph, never the reverse).
 
-Out of an :class:`~mst_dist.result.MSFResult` (also ``result.to_*``):
+Out of an :class:`~mst_dist.result.MSFResult` (also ``result.to_*``, registered in
+:data:`mst_dist.result.EXPORTERS` the same way):
 :func:`to_networkx`, :func:`to_scipy`, :func:`to_pandas`.
 
 Each optional library is imported inside the function that needs it; a
@@ -19,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from mst_dist.environment import optional_import
+from mst_dist.result import EXPORTERS
 from mst_dist.graph import CONVERTERS, FunctionSource, Graph, InvalidGraphError, check_edges
 from mst_dist.io.tasks import current_client
 
@@ -368,3 +370,4 @@ def to_pandas(result):
 
 CONVERTERS.update(networkx=from_networkx, scipy=from_scipy, pandas=from_pandas,
                   dask_dataframe=from_dask_dataframe)
+EXPORTERS.update(networkx=to_networkx, scipy=to_scipy, pandas=to_pandas)

@@ -1,0 +1,147 @@
+"""The package's structure, read from its imports: no cycle, and layers import only downward.
+
+Every ``import`` counts, function-level ones included: a cycle hidden in a
+function is still a cycle a reader has to untangle.
+"""
+import ast
+import pathlib
+
+import pytest
+
+from support import ROOT
+
+PKG = pathlib.Path(ROOT) / "mst_dist"
+
+#: Each layer may import the layers listed after it (and itself), nothing above.
+LAYERS = [
+    ("cli", "bench"),                      # what a person runs
+    ("api",),                              # minimum_spanning_forest (starts the embedded cluster)
+    ("deploy",),                           # clusters mst-dist starts or joins
+    ("diagnostics",),                      # dashboard page, figures, progress
+    ("engine",),                           # task graphs over the kernels
+    ("io", "generators"),                  # sources of edges, outputs
+    # the data model, the settings, the environment
+    ("graph", "result", "config", "environment", "_version"),
+    ("kernels",),                          # arrays in, arrays out
+]
+_RANK = {name: i for i, names in enumerate(LAYERS) for name in names}
+
+
+def _module_name(path):
+    rel = path.relative_to(PKG.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _modules():
+    return {_module_name(p): p for p in PKG.rglob("*.py")}
+
+
+def _imports(name, path, known):
+    """The mst_dist modules ``name`` imports (resolved to modules that exist)."""
+    tree = ast.parse(path.read_text(), str(path))
+    is_pkg = path.name == "__init__.py"
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = name.split(".") if is_pkg else name.split(".")[:-1]
+                base = base[: len(base) - (node.level - 1)]
+                mod = ".".join(base + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            # ``from pkg import sub`` imports the submodule; ``from pkg import name``, the package
+            targets = [f"{mod}.{a.name}" if f"{mod}.{a.name}" in known else mod for a in node.names]
+        else:
+            continue
+        for t in targets:
+            while t and t not in known:
+                t = t.rpartition(".")[0]
+            if t and t.startswith("mst_dist") and t != name:
+                out.add(t)
+    return out
+
+
+def _graph():
+    mods = _modules()
+    return {m: _imports(m, p, mods) for m, p in mods.items()}
+
+
+def _layer(module):
+    """The rank of ``module``'s layer: its longest dotted prefix in :data:`LAYERS`."""
+    parts = module.split(".")[1:]
+    for i in range(len(parts), 0, -1):
+        rank = _RANK.get(".".join(parts[:i]))
+        if rank is not None:
+            return rank
+    return None
+
+
+def test_every_module_has_a_layer():
+    missing = sorted(m for m in _modules() if m != "mst_dist" and _layer(m) is None)
+    assert not missing, f"modules outside the layers of {__name__}.LAYERS: {missing}"
+
+
+def test_no_import_cycle():
+    graph = _graph()
+    state, stack, cycles = {}, [], []
+
+    def visit(m):
+        state[m] = 1
+        stack.append(m)
+        for t in sorted(graph.get(m, ())):
+            # a subpackage's __init__ and its own modules are one unit (not the root, which
+            # re-exports the public names: importing from it is importing everything)
+            if "mst_dist" not in (m, t) and (t.startswith(m + ".") or m.startswith(t + ".")):
+                continue
+            if state.get(t) == 1:
+                cycles.append(stack[stack.index(t):] + [t])
+            elif t not in state:
+                visit(t)
+        stack.pop()
+        state[m] = 2
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m)
+    assert not cycles, "import cycles:\n" + "\n".join(" -> ".join(c) for c in cycles)
+
+
+def test_layers_import_only_downward():
+    bad = []
+    for m, targets in _graph().items():
+        lm = _layer(m)
+        for t in targets:
+            lt = _layer(t)
+            if lm is not None and lt is not None and lt < lm:
+                bad.append(f"{m} imports {t}")
+    assert not bad, "upward imports:\n" + "\n".join(sorted(bad))
+
+
+@pytest.mark.parametrize("layer", ["kernels"])
+def test_kernels_know_nothing_of_dask_config_or_logging(layer):
+    forbidden = ("dask", "distributed", "logging", "mst_dist.config")
+    bad = []
+    for m, p in _modules().items():
+        if not m.startswith(f"mst_dist.{layer}"):
+            continue
+        for node in ast.walk(ast.parse(p.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+            bad += [f"{m}: {n}" for n in names if n.split(".")[0] in forbidden or n.startswith(forbidden)]
+    assert not bad, "\n".join(bad)
+
+
+def test_no_private_engine_name_outside_the_engine():
+    bad = []
+    for m, p in _modules().items():
+        if m.startswith("mst_dist.engine"):
+            continue
+        for node in ast.walk(ast.parse(p.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("mst_dist.engine"):
+                bad += [f"{m}: {node.module}.{a.name}" for a in node.names if a.name.startswith("_")]
+    assert not bad, "\n".join(bad)
