@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import logging
 
+from mst_dist.config import BACKENDS
 from mst_dist.graph import Graph
 from mst_dist.result import MSFResult
 
 logger = logging.getLogger("mst_dist")
 
-BACKENDS = ("auto", "cpu", "gpu")
 
 
 def _conf(name, value, default):

@@ -18,7 +18,10 @@ import os
 import dask.config
 import yaml
 
-__all__ = ["ConfigError", "DEFAULTS", "get", "refresh"]
+__all__ = ["BACKENDS", "ConfigError", "DEFAULTS", "get", "refresh"]
+
+#: The kernels a run may ask for (``backend=``, ``--backend``, a run config's ``engine.backend``).
+BACKENDS = ("auto", "cpu", "gpu")
 
 _DEFAULTS_FILE = os.path.join(os.path.dirname(__file__), "mst-dist.yaml")
 

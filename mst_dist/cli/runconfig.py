@@ -13,7 +13,7 @@ import os
 import dask.config
 import yaml
 
-from mst_dist.config import ConfigError, get
+from mst_dist.config import BACKENDS, ConfigError, get
 from mst_dist.deploy import CLUSTERS
 from mst_dist.generators import GENERATORS, parameters, shared_parameters
 
@@ -56,7 +56,6 @@ _WEIGHTS = next(p.choices for p in shared_parameters() if p.name == "weights")
 # --------------------------------------------------------------------------
 
 #: Backends a run config may name.
-BACKENDS = ("cpu", "auto", "gpu")
 
 _TOP_KEYS = ("graph", "n_vertices", "backend", "partitions", "local_finish", "placement", "output",
              "cluster")

@@ -305,7 +305,7 @@ def test_missing_kind_lists_choices():
 
 @pytest.mark.parametrize("raw, path, fragment", [
     (gen(kind="rmatt"), "graph.generate.kind", "expected one of erdos_renyi, gnp"),
-    ({**gen(), "backend": "tpu"}, "backend", "expected one of cpu, auto, gpu"),
+    ({**gen(), "backend": "tpu"}, "backend", "expected one of auto, cpu, gpu"),
     ({**gen(), "local_finish": "never"}, "local_finish", "expected one of auto"),
     ({**gen(), "local_finish": -1}, "local_finish", "must be >= 0"),
     ({**gen(), "partitions": 0}, "partitions", "must be >= 1"),
