@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from mst_dist.cli.runconfig import BACKENDS
+from mst_dist.config import BACKENDS
 from mst_dist.generators import GENERATORS, parameters, shared_parameters
 from mst_dist.io.formats import FOREST_FORMATS
 
