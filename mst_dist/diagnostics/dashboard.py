@@ -22,7 +22,7 @@ The page is added to the scheduler's dashboard (its routing HTTP application)
 as one more Bokeh application and listed in the dashboard's menu.  That uses
 ``distributed.dashboard`` internals (``BokehApplication``,
 ``template_variables``), checked against distributed 2026.8 by
-``tests/test_dashboard.py``; without Bokeh, or with the dashboard off, the
+``tests/diagnostics/test_dashboard.py``; without Bokeh, or with the dashboard off, the
 plugin still records runs and there is no page.
 """
 from __future__ import annotations
