@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import logging
 
-from mst_dist.config import BACKENDS
+from mst_dist.config import BACKENDS, STREAM_MODES
 from mst_dist.graph import Graph
 from mst_dist.result import MSFResult
 
@@ -20,7 +20,7 @@ def _conf(name, value, default):
 
 def minimum_spanning_forest(graph, client=None, *, partitions=None, backend="auto",
                             local_finish=None, split_every=None, light_factor=None,
-                            min_degree=None, progress=None, throughput=None) -> MSFResult:
+                            min_degree=None, progress=None, throughput=None, stream=None) -> MSFResult:
     """Minimum spanning forest by distributed Borůvka.
 
     The forest is the unique one under the strict order ``(weight, edge id)``
@@ -66,6 +66,14 @@ def minimum_spanning_forest(graph, client=None, *, partitions=None, backend="aut
         worker of each kind (``{"gpu": 40, "cpu": 1}``) to deal out chunks
         by; default: the ``mst.placement.throughput`` setting, else measured
         once per worker by a short calibration task.
+    stream : {"auto", "always", "never"}, optional
+        ``"always"``: stream the edges from their source in passes (a sample,
+        then slices of the ``(weight, edge id)`` order, each solved as it
+        comes, with the components found so far), keeping only O(n) state,
+        the chunks in flight and one slice; ``"never"``: keep every chunk
+        resident for the whole run; ``"auto"`` (default, or the
+        ``mst.stream`` setting): stream when the graph would not fit in the
+        workers' memory.  The same edge ids either way.
 
     Returns
     -------
@@ -90,6 +98,9 @@ def minimum_spanning_forest(graph, client=None, *, partitions=None, backend="aut
                         "use Graph.from_arrays(src, dst, weight)")
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+    mode = _conf("stream", stream, "auto")
+    if mode not in STREAM_MODES:
+        raise ValueError(f"unknown stream mode {mode!r}; choose one of {', '.join(STREAM_MODES)}")
     opts = dict(
         partitions=_conf("partitions", partitions, None),
         local_finish=_conf("local-finish", local_finish, "auto"),
@@ -98,6 +109,7 @@ def minimum_spanning_forest(graph, client=None, *, partitions=None, backend="aut
         min_degree=_conf("filter.min-degree", min_degree, 3.0),
         progress=progress,
         backend=backend,
+        stream=mode,
         throughput=throughput,
     )
     if client is not None:

@@ -18,10 +18,12 @@ import os
 import dask.config
 import yaml
 
-__all__ = ["BACKENDS", "ConfigError", "DEFAULTS", "get", "refresh"]
+__all__ = ["BACKENDS", "STREAM_MODES", "ConfigError", "DEFAULTS", "get", "refresh"]
 
 #: The kernels a run may ask for (``backend=``, ``--backend``, a run config's ``engine.backend``).
 BACKENDS = ("auto", "cpu", "gpu")
+#: When a run streams its edges from their source (``stream=``, ``mst.stream``).
+STREAM_MODES = ("auto", "always", "never")
 
 _DEFAULTS_FILE = os.path.join(os.path.dirname(__file__), "mst-dist.yaml")
 

@@ -5,7 +5,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-__all__ = ["MSFResult", "RoundStats", "RunStats", "PHASES"]
+__all__ = ["MSFResult", "PassStats", "RoundStats", "RunStats", "PHASES"]
 
 #: The five phases of a Borůvka round, in order; the names used everywhere.
 PHASES = ("map", "merge", "contract", "filter-edges", "filter-nodes")
@@ -50,6 +50,27 @@ class RoundStats:
 
 
 @dataclass
+class PassStats:
+    """One pass of a streaming run over the edge source (see :mod:`mst_dist.engine.passes`).
+
+    ``name``: ``"sample"`` (a sample of some chunks, for the thresholds) or
+    ``"pass <k>"``; ``chunks``: chunks read; ``edges_read``/``bytes_read``:
+    raw rows and their bytes; ``edges_kept``: edges of the pass's slice of
+    the order still joining two components (what the pass's solve gets).
+    """
+
+    name: str
+    chunks: int
+    edges_read: int
+    bytes_read: int
+    edges_kept: int
+    seconds: float
+
+    def to_dict(self):
+        return asdict(self)
+
+
+@dataclass
 class RunStats:
     """Per-round statistics plus the run's own timings."""
 
@@ -63,6 +84,8 @@ class RunStats:
     threads: int = 0
     backend: str = "cpu"            # the kernels that ran: "cpu", "gpu" or "mixed"
     placement: dict = field(default_factory=dict)  # mixed clusters: worker -> kind, throughput, chunks, edges
+    streamed: bool = False          # edges streamed from their source in passes (never all resident)
+    passes: list = field(default_factory=list)     # streaming: one PassStats per pass
 
     @property
     def n_rounds(self):

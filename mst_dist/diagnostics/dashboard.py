@@ -46,11 +46,14 @@ TOPIC = EVENT_TOPIC
 #: Where the page is served (below the dashboard's prefix).
 PAGE = "/mst"
 
+#: The fields of a ``phase`` event the page keeps (a streaming run's passes add the last four).
+PHASE_FIELDS = ("round", "phase", "components", "edges", "elapsed", "pass", "chunks_done", "chunks_total",
+                "bytes_read")
 #: Task phase (key prefix) -> per-worker time group on the page.
-_GROUP = {"load": "load", "prepare": "load", "map": "map", "merge": "merge", "contract": "merge",
+_GROUP = {"load": "load", "prepare": "load", "pass": "load", "pass-sample": "load", "map": "map", "merge": "merge", "contract": "merge",
           "filter": "merge", "sample": "merge", "local": "local"}
 #: Tasks whose result is (a version of) edge chunk ``index``: where they ran, the chunk is.
-_CHUNK_PHASES = ("load", "prepare", "map", "filter")
+_CHUNK_PHASES = ("load", "prepare", "map", "filter", "pass")
 
 
 class MSTDashboard(SchedulerPlugin):
@@ -101,7 +104,7 @@ class MSTDashboard(SchedulerPlugin):
                        partitions=msg.get("partitions"), workers=list(msg.get("workers") or []))
             self.current = msg["run"]
         elif event == "phase":
-            run["phase"] = {k: msg.get(k) for k in ("round", "phase", "components", "edges", "elapsed")}
+            run["phase"] = {k: msg.get(k) for k in PHASE_FIELDS if k in msg}
             run["phase_at"] = now
         elif event == "round":
             rec = {k: v for k, v in msg.items() if k not in ("event", "run")}
@@ -171,6 +174,8 @@ class MSTDashboard(SchedulerPlugin):
               "components": ph.get("components", run.get("n_vertices") or 0),
               "edges": ph.get("edges", run.get("n_edges") or 0),
               "elapsed": time.time() - run["started"], "rounds": len(run["rounds"])}
+        if ph.get("phase") == "pass":  # a streaming run's pass over the source
+            st.update({k: ph.get(k) for k in ("pass", "chunks_done", "chunks_total", "bytes_read")})
         if run["state"] == "finished":
             end = run.get("end") or {}
             st.update(total_seconds=end.get("total_seconds", 0.0), forest_edges=end.get("forest_edges"),

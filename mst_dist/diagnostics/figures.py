@@ -122,6 +122,14 @@ def _n(x):
     return f"{x:,}" if isinstance(x, int) else str(x)
 
 
+def _bytes(n):
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
+        n /= 1024
+    return f"{n:,.1f} TiB"
+
+
 def status_html(status):
     """The page's header: the run, its current round and phase, or its result."""
     if not status:
@@ -132,7 +140,11 @@ def status_html(status):
             f"{status.get('graph', 'graph')} &mdash; {state}</h3>")
     facts = [f"{_n(status.get('n_vertices', '?'))} vertices, {_n(status.get('n_edges', '?'))} edges, "
              f"{_n(status.get('partitions', '?'))} chunks on {_n(status.get('n_workers', '?'))} worker(s)"]
-    if state == "running":
+    if state == "running" and status.get("phase") == "pass":
+        facts.append(f"<b>streaming, {status.get('pass', 'pass')}</b>: {_n(status.get('chunks_done', 0))} of "
+                     f"{_n(status.get('chunks_total', 0))} chunks read ({_bytes(status.get('bytes_read') or 0)}), "
+                     f"{_n(status.get('edges', 0))} edges kept; {status.get('elapsed', 0.0):.1f} s elapsed")
+    elif state == "running":
         facts.append(f"<b>round {status.get('round', 0)}, phase {status.get('phase', '?')}</b>: "
                      f"{_n(status.get('components', 0))} components, {_n(status.get('edges', 0))} edges "
                      f"left; {status.get('elapsed', 0.0):.1f} s elapsed")

@@ -15,9 +15,20 @@ import time
 __all__ = ["LiveProgress", "format_event"]
 
 
+def _pass_line(ev):
+    gib = (ev.get("bytes_read") or 0) / 2**30
+    return (f"{ev.get('pass', 'pass')}  {ev.get('chunks_done', 0):,}/{ev.get('chunks_total', 0):,} chunks  "
+            f"{gib:,.2f} GiB read  {ev.get('edges', 0):,} edges kept")
+
+
 def format_event(ev, elapsed=None):
-    """One line for a phase event: ``round 3  map  12,345 components  67,890 edges  2.1 s``."""
+    """One line for a phase event: ``round 3  map  12,345 components  67,890 edges  2.1 s``.
+
+    A streaming run's pass reads ``pass 1  12/67 chunks  3.10 GiB read  9,876 edges kept  2.1 s``.
+    """
     el = ev.get("elapsed", 0.0) if elapsed is None else elapsed
+    if ev.get("phase") == "pass":
+        return f"{_pass_line(ev)}  {el:8.1f} s"
     return (f"round {ev.get('round', 0)}  {ev.get('phase', '?'):<6} "
             f"{ev.get('components', 0):>14,} components {ev.get('edges', 0):>16,} edges left  "
             f"{el:8.1f} s")
@@ -55,6 +66,10 @@ class LiveProgress:
             grid.add_row(Spinner("dots"), "starting the cluster and loading the graph ...")
             return grid
         elapsed = ev.get("elapsed", 0.0) + since
+        if ev.get("phase") == "pass":
+            grid.add_row(Spinner("dots"), "[bold]streaming[/]", f"[cyan]{_pass_line(ev)}[/]",
+                         f"[dim]{elapsed:.1f} s[/]")
+            return grid
         grid.add_row(Spinner("dots"), f"[bold]round {ev.get('round', 0)}[/]",
                      f"[cyan]{ev.get('phase', '?')}[/]",
                      f"{ev.get('components', 0):,} components", f"{ev.get('edges', 0):,} edges left",

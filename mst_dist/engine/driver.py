@@ -17,24 +17,43 @@ the worker-side functions are :mod:`mst_dist.engine.tasks`.
 from __future__ import annotations
 
 import logging
+import operator
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
-from distributed import wait
+from distributed import as_completed, wait
 
-from mst_dist.engine import accounting, tasks
+from mst_dist.engine import accounting, passes, tasks
 from mst_dist.engine.cluster_info import scheduler_workers
 from mst_dist.engine.keys import EVENT_TOPIC, new_token
-from mst_dist.engine.placement import measure_throughput, place, placement_stats, worker_kinds
-from mst_dist.engine.plan import plan_run
+from mst_dist.engine.placement import measure_throughput, pin, place, placement_stats, worker_kinds
+from mst_dist.engine.plan import plan_run, should_stream
 from mst_dist.engine.rounds import RoundBuilder
 from mst_dist.graph import Graph
 from mst_dist.kernels import cpu
 from mst_dist.kernels.contract import take_to_host
-from mst_dist.result import MSFResult, RunStats, exact_total
+from mst_dist.result import MSFResult, PassStats, RunStats, exact_total
 
 logger = logging.getLogger("mst_dist")
+
+#: Edges sampled (over some chunks) to set a streaming run's thresholds.
+SAMPLE_EDGES = 1 << 18
+#: Worker bytes per edge of a pass's slice while it is solved: the compact chunk (24), the
+#: kept rows (up to 32), the single-task solve's copy; a slice takes at most a quarter of memory.
+STREAM_BYTES_PER_EDGE = 80
+
+
+@dataclass
+class _Sample:
+    """A streaming run's sample, sorted by ``(key, eid)``, and the graph's non-loop edges, estimated."""
+
+    u: np.ndarray
+    v: np.ndarray
+    key: np.ndarray
+    eid: np.ndarray
+    unsorted: tuple
+    m_est: float
 
 
 @dataclass
@@ -55,6 +74,8 @@ class _RunState:
     light_maps: list = field(default_factory=list)
     split_seconds: float = 0.0      #: the light split, charged to the first light round
     t_solve: float | None = None    #: when the rounds began (end of setup)
+    vmap: object = None             #: streaming: future of (vertex -> component, count) after the passes so far
+    rows: list = field(default_factory=list)     #: streaming: the chosen edges' rows, per chunk and pass
 
     @property
     def light(self):
@@ -70,7 +91,7 @@ class Driver:
 
     def __init__(self, graph: Graph, client, *, partitions=None, local_finish="auto",
                  split_every=8, light_factor=1.5, min_degree=3.0, progress=None, publish=True,
-                 backend="auto", throughput=None):
+                 backend="auto", throughput=None, stream="auto"):
         self.g = graph
         self.client = client
         self.partitions_asked = partitions
@@ -82,27 +103,36 @@ class Driver:
         self.publish = publish
         self.backend = backend
         self.throughput_asked = throughput
+        self.stream_asked = stream
         self.token = new_token()
 
     # -- the run ------------------------------------------------------------------
 
     def run(self) -> MSFResult:
-        """Compute the forest: connect, load, light pass, rounds, local finish, assemble."""
+        """Compute the forest: connect, load (or stream), light pass, rounds, local finish, assemble."""
         self.t_start = time.perf_counter()
         self.wall_start = time.time()
         self.connect()
-        st = self.load()
+        if self.streaming:
+            st = self.stream()
+        else:
+            st = self.load()
+            self.solve(st)
+        return self.assemble(st)
+
+    def solve(self, st, light=True):
+        """Rounds until every component is finished: light pass, distributed rounds, local finish."""
         while True:
             if self._finish_locally(st):
                 self.finish_local(st)
                 break
-            self.light_pass(st)
+            if light:
+                self.light_pass(st)
             self.distributed_rounds(st)
             if st.light:
                 self.end_light_pass(st)
             elif st.n_comp == 0:
                 break
-        return self.assemble(st)
 
     def connect(self):
         """The workers, the kernels each runs, the plan and the chunks' placement."""
@@ -135,9 +165,13 @@ class Driver:
         self.places = place(self.ranges, self.throughput)
         self.builder = RoundBuilder(self.client, self.token, n_vertices=self.g.n_vertices, backend=self.backend,
                                     split_every=self.split_every, places=self.places)
+        self.total_memory = sum((w.get("memory_limit") or 0) for w in workers.values()) or \
+            min_memory * self.n_workers
+        self.streaming = should_stream(self.stream_asked, self.g, self.total_memory)
         used = kinds if self.throughput is None else {self.kinds[w] for w in self.throughput}
         self.stats = RunStats(partitions=len(self.ranges), workers=self.n_workers, threads=self.threads,
                               backend=used.pop() if len(used) == 1 else "mixed")
+        self.stats.streamed = self.streaming
         if self.throughput:
             self.stats.placement = placement_stats(self.ranges, self.places, self.kinds, self.throughput)
 
@@ -150,6 +184,153 @@ class Driver:
         self._emit(round=0, phase="load", components=g.n_vertices, edges=g.n_edges)
         return _RunState(raws=raws, offsets=[r[3] for r in self.ranges], n_comp=g.n_vertices,
                          edges_left=g.n_edges)
+
+    def stream(self) -> _RunState:
+        """The passes of a streaming run; the state they leave is assembled as any run's.
+
+        A sample of some chunks gives the thresholds; each pass then streams
+        every chunk from its source once, keeps the slice of the strict order
+        up to the next threshold that still joins two components, and solves
+        it (distributed rounds or the local finish, as any graph) starting
+        from the components of the passes before (see
+        :mod:`mst_dist.engine.passes`).  Only the vertex -> component map,
+        the chosen edges' rows and one slice stay on the workers.
+        """
+        g = self.g
+        st = _RunState(raws=[], offsets=[r[3] for r in self.ranges], n_comp=g.n_vertices, edges_left=g.n_edges)
+        self._publish("run-start", graph=g.name, n_vertices=g.n_vertices, n_edges=g.n_edges,
+                      partitions=len(self.ranges), workers=self.workers, time=self.wall_start)
+        # the caller's arrays are scattered once; everything else is re-read from its source
+        self.inputs = []
+        scattered = self.builder.load(g.sources, self.ranges, validate=False) if g.in_memory else None
+        for i, (si, a, b, off) in enumerate(self.ranges):
+            self.inputs.append((scattered[i], a, b, off) if scattered else (g.sources[si], a, b, off))
+        sample = self._stream_sample(st)
+        self.stats.setup_seconds = time.perf_counter() - self.t_start
+        st.t_solve = time.perf_counter()
+        lo, n_live, k = None, g.n_vertices, 0
+        while True:
+            k += 1
+            hi = self._next_threshold(sample, self._vmap_array(st), lo, n_live, k)
+            kept, rows = self._stream_pass(st, k, lo, hi)
+            edges = self.stats.passes[-1].edges_kept
+            sub = _RunState(raws=None, offsets=None, n_comp=n_live, edges_left=edges, chunks=kept,
+                            rnd=st.rnd, t_solve=st.t_solve)
+            self.solve(sub, light=False)
+            st.rnd = sub.rnd
+            st.chosen.extend(sub.chosen)
+            chosen = self.client.submit(tasks.forest_ids, *sub.chosen, key=self.builder.key("pass-forest", k))
+            st.rows.extend(self.client.submit(passes.trim_rows, r, chosen, key=self.builder.key("pass-trim", k, i))
+                           for i, r in enumerate(rows))
+            st.vmap = self.client.submit(passes.compose, self._vmap_array(st), *sub.maps,
+                                         key=self.builder.key("pass-compose", k))
+            n_live = self.client.submit(operator.getitem, st.vmap, 1,
+                                        key=self.builder.key("pass-components", k)).result()
+            if hi is None:
+                break
+            lo = hi
+        st.vmap = self._vmap_array(st)
+        st.n_comp = 0
+        return st
+
+    def _vmap_array(self, st):
+        """Future of the vertex -> component array of the passes so far (``None`` before the first)."""
+        if st.vmap is None:
+            return None
+        return self.client.submit(operator.getitem, st.vmap, 0, key=f"{st.vmap.key}-array")
+
+    def _stream_sample(self, st):
+        """Sample some chunks: ``(u, v, key, eid)`` of the sample and the graph's non-loop edges, estimated."""
+        P = len(self.inputs)
+        idx = sorted({int(round(x)) for x in np.linspace(0, P - 1, min(P, max(2, -(-P // 8))))}) if P else []
+        sampled = sum(self.inputs[i][2] - self.inputs[i][1] for i in idx)
+        rate = min(1.0, SAMPLE_EDGES / max(1, sampled))
+        validate = not self.g.validated
+        futs = [self.client.submit(passes.sample_chunk, *self._input(i), self.g.n_vertices, validate, rate, i,
+                                   key=self.builder.key("pass-sample", 0, i), **pin(self.places[i]))
+                for i in idx]
+        t0 = time.perf_counter()
+        parts = self._progress_pass("sample", futs, P, lambda r: (r[6], r[5], 0))
+        if parts:
+            u, v, key, eid = (np.concatenate([p[j] for p in parts]) for j in range(4))
+            nonloop, raw = sum(p[4] for p in parts), sum(p[5] for p in parts)
+        else:
+            u = v = eid = np.zeros(0, np.int64)
+            key = np.zeros(0, np.uint64)
+            nonloop = raw = 0
+        self.stats.passes.append(PassStats("sample", len(idx), raw, sum(p[6] for p in parts), 0,
+                                           time.perf_counter() - t0))
+        m_est = nonloop * self.g.n_edges / raw if raw else 0
+        order = np.lexsort((eid, key))
+        return _Sample(u=u, v=v, key=key[order], eid=eid[order], unsorted=(u, v, key, eid), m_est=m_est)
+
+    def _next_threshold(self, sample, vmap, lo, n_live, k):
+        """The upper end of the next pass's slice (``None``: the rest of the order).
+
+        The first slice is the ~``light_factor * n`` lightest edges (at most
+        the budget); each later one as much as the budget allows, estimated
+        by relabelling the sample with the components found so far.
+        """
+        budget = max(1, self.total_memory // (4 * STREAM_BYTES_PER_EDGE))
+        n = sample.key.shape[0]
+        if not n or not sample.m_est:
+            return None
+        scale = sample.m_est / n
+        if k == 1:
+            want = budget
+            if self.light_factor > 0 and sample.m_est > self.min_degree * n_live:
+                want = min(budget, self.light_factor * n_live)
+            q = int(want / scale)
+            return None if q >= n else (int(sample.key[q]), int(sample.eid[q]))
+        u, v, key, eid = sample.unsorted
+        k, e = self.client.submit(passes.survivors, vmap, u, v, key, eid, lo,
+                                  key=self.builder.key("pass-estimate", k)).result()
+        q = int(budget / scale)
+        return None if q >= k.shape[0] else (int(k[q]), int(e[q]))
+
+    def _input(self, i):
+        return self.inputs[i][:4]
+
+    def _stream_pass(self, st, k, lo, hi):
+        """Stream every chunk once; keep the slice ``lo < (key, eid) <= hi`` that joins two components."""
+        c = self.client
+        vm = self._vmap_array(st)
+        validate = not self.g.validated
+        outs = [c.submit(passes.pass_chunk, *self._input(i), self.g.n_vertices, validate, vm, lo, hi, self.backend,
+                         key=self.builder.key("pass", k, i), **pin(self.places[i]))
+                for i in range(len(self.inputs))]
+        kept = [c.submit(operator.getitem, o, 0, key=self.builder.key("pass-kept", k, i)) for i, o in enumerate(outs)]
+        rows = [c.submit(operator.getitem, o, 1, key=self.builder.key("pass-rows", k, i))
+                for i, o in enumerate(outs)]
+        stats = [c.submit(operator.getitem, o, 2, key=self.builder.key("pass-stats", k, i))
+                 for i, o in enumerate(outs)]
+        name = f"pass {k}"
+        del outs
+        t0 = time.perf_counter()
+        recs = self._progress_pass(name, stats, len(stats), lambda r: (r.bytes_read, r.edges_in, r.edges_kept))
+        self.stats.passes.append(PassStats(name, len(recs), sum(r.edges_in for r in recs),
+                                           sum(r.bytes_read for r in recs), sum(r.edges_kept for r in recs),
+                                           time.perf_counter() - t0))
+        return kept, rows
+
+    def _progress_pass(self, name, futs, total, measure):
+        """Wait for a pass's tasks, telling progress as each chunk is done; their results, in order."""
+        results = [None] * len(futs)
+        index = {f.key: i for i, f in enumerate(futs)}
+        done = read = kept = edges = 0
+        last = 0.0
+        for f in as_completed(futs):
+            r = f.result()
+            results[index[f.key]] = r
+            nb, ne, nk = measure(r)
+            done, read, edges, kept = done + 1, read + nb, edges + ne, kept + nk
+            now = time.perf_counter()
+            if now - last > 0.2 or done == len(futs):
+                last = now
+                self._emit(round=0, phase="pass", components=self.g.n_vertices, edges=kept, **{
+                    "pass": name, "chunks_done": done, "chunks_total": total, "bytes_read": read,
+                    "edges_read": edges})
+        return results
 
     def _finish_locally(self, st) -> bool:
         return st.edges_left <= self.plan.local_finish or st.n_comp == 0
@@ -251,9 +432,11 @@ class Driver:
             st.t_solve = t0 + rec.prepare
         elif st.t_solve is None:
             st.t_solve = t0
-        for r in accounting.local_rounds(st.rnd, rec, wall):
+        local = accounting.local_rounds(st.rnd, rec, wall)
+        for r in local:
             self.stats.rounds.append(r)
             self._publish("round", **r.to_dict())
+        st.rnd += max(1, len(local))
         st.n_comp = 0
 
     def assemble(self, st) -> MSFResult:
@@ -265,7 +448,11 @@ class Driver:
         t_fin = time.perf_counter()
         self._emit(round=st.rnd, phase="finish", components=0, edges=0)
         ids_f = self.builder.forest(st.rnd, st.chosen)
-        lab_f = self.builder.labels(st.rnd, st.maps)
+        if self.streaming:
+            lab_f = self.client.submit(passes.vertex_labels, st.vmap, self.g.n_vertices,
+                                       key=self.builder.key("labels", st.rnd))
+        else:
+            lab_f = self.builder.labels(st.rnd, st.maps)
         edge_ids = ids_f.result()
         labels, n_components = lab_f.result()
         src, dst, w = self._rows(st, ids_f, edge_ids)
@@ -291,6 +478,10 @@ class Driver:
     def _rows(self, st, ids_f, edge_ids):
         """``(src, dst, weight)`` of the forest: from the caller's arrays, or from the workers."""
         g = self.g
+        if self.streaming and not g.in_memory:
+            src, dst, w = self.client.submit(passes.forest_rows, ids_f, *st.rows,
+                                             key=self.builder.key("rows", st.rnd)).result()
+            return src, dst, w.astype(np.dtype(g.weight_dtype), copy=False)
         if g.in_memory and len(g.sources) == 1:
             s = g.sources[0]
             if s.on_device:

@@ -8,6 +8,9 @@ from mst_dist.kernels import gpu
 
 #: Host bytes of one edge in a working chunk: u, v (int32), key (uint64), eid (int64).
 BYTES_PER_EDGE = 24
+#: Worker bytes per edge of a run that keeps its chunks resident: the raw rows, the
+#: working chunk, the light/heavy split and the round's copies (measured on R-MAT).
+RESIDENT_BYTES_PER_EDGE = 70
 #: Edges per chunk above which a CPU cluster gets more chunks than worker threads.
 CPU_CHUNK_EDGES = 16_000_000
 #: Edges per chunk above which a GPU worker gets more than one chunk.
@@ -54,3 +57,17 @@ def plan_run(n_edges, *, kinds, threads, min_memory, device_memory=None, partiti
     if local_finish == "auto":
         local_finish = fits if n_workers == 1 else min(fits, max(2_000_000, m // (4 * n_workers)))
     return Plan(partitions=partitions, local_finish=int(local_finish))
+
+
+def should_stream(mode, graph, total_memory) -> bool:
+    """Whether a run streams its edges from their source (see :mod:`mst_dist.engine.passes`).
+
+    ``mode``: ``"always"``, ``"never"``, or ``"auto"``: when the graph's
+    resident chunks (:data:`RESIDENT_BYTES_PER_EDGE` each edge) would take
+    more than half the workers' memory (``total_memory`` bytes).
+    """
+    if mode in ("always", True):
+        return True
+    if mode in ("never", False):
+        return False
+    return graph.n_edges * RESIDENT_BYTES_PER_EDGE > total_memory // 2

@@ -370,7 +370,11 @@ class Backend(Protocol):
         """The chosen edge ids of all rounds, as one ascending int64 array (ids are unique)."""
 
     def to_device(self, a) -> tuple[Any, int]:
-        """``a`` in this backend's memory: ``(array, bytes copied)``; nothing copied on the host."""
+        """``a`` in this backend's memory: ``(array, bytes copied)``.
+
+        The host backends copy nothing (0 bytes); the GPU backend's NumPy
+        stand-in counts the bytes a device would have had copied.
+        """
 
     def synchronize(self) -> None:
         """Wait for queued device work (for timing); nothing on the host."""

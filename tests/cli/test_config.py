@@ -46,6 +46,7 @@ EXPECTED_DEFAULTS = {
     "filter.light-factor": 1.5,
     "filter.min-degree": 3.0,
     "backend": "auto",
+    "stream": "auto",
     "cluster.kind": "local",
     "cluster.n-workers": None,
     "cluster.threads-per-worker": None,

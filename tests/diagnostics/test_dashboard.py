@@ -306,3 +306,21 @@ def test_page_in_chromium_during_a_run(tmp_path):
     if keep:
         os.makedirs(keep, exist_ok=True)
         shutil.copy(png, os.path.join(keep, "mst-dashboard.png"))
+
+
+def test_streaming_pass_shown_on_the_page_and_the_terminal():
+    """A streaming run's passes: pass name, chunks read of all, bytes read; on the page and the live line."""
+    from mst_dist.diagnostics.progress import format_event
+
+    p = dashboard.MSTDashboard()
+    p.log_event("mst-dist", {"event": "run-start", "run": "bb22", "graph": "rmat", "n_vertices": 10,
+                             "n_edges": 100, "partitions": 8, "workers": ["tcp://w:1"], "time": time.time()})
+    ev = {"round": 0, "phase": "pass", "components": 10, "edges": 42, "elapsed": 1.5, "pass": "pass 1",
+          "chunks_done": 3, "chunks_total": 8, "bytes_read": 3 * 2**20}
+    p.log_event("mst-dist", {"event": "phase", "run": "bb22", **ev})
+    st = p.status()
+    assert (st["pass"], st["chunks_done"], st["chunks_total"], st["bytes_read"]) == ("pass 1", 3, 8, 3 * 2**20)
+    html = figures.status_html(st)
+    assert "streaming, pass 1" in html and "3 of 8 chunks read (3.0 MiB)" in html and "42 edges kept" in html
+    line = format_event(ev)
+    assert line.startswith("pass 1  3/8 chunks") and "42 edges kept" in line

@@ -22,6 +22,23 @@ class TestDistributedRounds(EngineCases):
                                                 partitions=7, local_finish=0, split_every=2)
 
 
+class TestStreamed(EngineCases):
+    """Streamed from the source in passes (sample, slices of the order), each slice solved locally."""
+
+    def run(self, g, request):
+        res = mst_dist.minimum_spanning_forest(g, request.getfixturevalue("client"), stream="always")
+        assert res.stats.streamed and res.stats.passes[0].name == "sample"
+        return res
+
+
+class TestStreamedDistributed(EngineCases):
+    """Streamed, every slice solved by distributed rounds over 5 chunks on two workers."""
+
+    def run(self, g, request):
+        return mst_dist.minimum_spanning_forest(g, request.getfixturevalue("client2"), stream="always",
+                                                partitions=5, local_finish=0, split_every=2)
+
+
 class TestTwoWorkers(EngineCases):
     """Two workers: chunks spread, distributed rounds, then a local finish part-way."""
 
@@ -132,3 +149,34 @@ def test_unknown_backend():
     g = mst_dist.Graph.from_arrays([0], [1], [1])
     with pytest.raises(ValueError, match="unknown backend 'fast'; choose one of"):
         mst_dist.minimum_spanning_forest(g, backend="fast")
+
+
+def test_stream_forced_from_the_environment(client, monkeypatch):
+    """DASK_MST__STREAM=always streams any graph; the slices are real (several passes, few edges each)."""
+    import dask.config
+
+    g = mst_dist.generate("erdos_renyi", n=3000, m=30000, seed=7)
+    s, d, w = g.to_arrays()
+    exp, comps = kruskal(g.n_vertices, s, d, w)
+    monkeypatch.setenv("DASK_MST__STREAM", "always")
+    dask.config.refresh()
+    try:
+        res = mst_dist.minimum_spanning_forest(g, client)
+    finally:
+        monkeypatch.delenv("DASK_MST__STREAM")
+        dask.config.refresh()
+    np.testing.assert_array_equal(res.edge_ids, exp)
+    assert res.n_components == comps and res.stats.streamed
+    names = [p.name for p in res.stats.passes]
+    assert names[0] == "sample" and names[1:] == [f"pass {k}" for k in range(1, len(names))]
+    assert len(names) >= 3  # a light slice, then the rest
+    first = res.stats.passes[1]
+    assert first.edges_read == g.n_edges and first.edges_kept < g.n_edges // 4  # ~1.5 n of 30k
+    assert sum(p.edges_kept for p in res.stats.passes[1:]) < g.n_edges
+    assert not mst_dist.minimum_spanning_forest(g, client).stats.streamed  # auto: small graphs stay resident
+
+
+def test_stream_mode_checked():
+    g = mst_dist.Graph.from_arrays([0], [1], [1])
+    with pytest.raises(ValueError, match="unknown stream mode 'sometimes'; choose one of auto, always, never"):
+        mst_dist.minimum_spanning_forest(g, stream="sometimes")

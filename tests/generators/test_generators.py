@@ -463,3 +463,18 @@ def test_bench_suite_config_builds():
             inspect.signature(GENERATORS[kind]).bind(**params)
             continue
         assert generate(kind, **params).n_edges == sizes[g["name"]], g["name"]
+
+
+@pytest.mark.parametrize("kind,params,n,m", SMALL, ids=SMALL_IDS)
+def test_streamed_forest_equals_kruskal(client, kind, params, n, m):
+    """Each family streamed in passes (regenerated from its seeded blocks each pass): Kruskal's ids."""
+    from support.naive import kruskal
+
+    g = generate(kind, seed=3, **params)
+    s, d, w = g.to_arrays()
+    exp, comps = kruskal(g.n_vertices, s, d, w)
+    res = mst_dist.minimum_spanning_forest(g, client, partitions=3, stream="always")
+    assert res.stats.streamed
+    np.testing.assert_array_equal(res.edge_ids, exp)
+    np.testing.assert_array_equal(res.src, s[exp])
+    assert res.n_components == comps

@@ -100,6 +100,9 @@ def test_chunk_count_independence_small(client, name, opts, partitions):
     exp, _ = kruskal(g.n_vertices, *ref)
     res = mst_dist.minimum_spanning_forest(g, client, partitions=partitions)
     assert res.edge_ids.tolist() == exp.tolist()
+    res = mst_dist.minimum_spanning_forest(g, client, partitions=partitions, stream="always")
+    assert res.stats.streamed and res.edge_ids.tolist() == exp.tolist()
+    np.testing.assert_array_equal(res.weight, ref[2][exp])
 
 
 # --------------------------------------------------------------------------
@@ -159,6 +162,12 @@ def test_big_files_every_partition_count(client, big, key):
     for p in (1, 3, 7):
         res = mst_dist.minimum_spanning_forest(g, client, partitions=p)
         assert res.edge_ids.tolist() == exp.tolist(), p
+    # streamed: every pass reads the file again (chunk by chunk), the rows come from the passes
+    res = mst_dist.minimum_spanning_forest(g, client, partitions=3, stream="always")
+    assert res.stats.streamed and len(res.stats.passes) >= 3
+    assert res.edge_ids.tolist() == exp.tolist()
+    for a, b in zip((res.src, res.dst, res.weight), got):
+        np.testing.assert_array_equal(a, b[exp])
 
 
 def test_blocksize_and_cuts_do_not_change_rows(big):
