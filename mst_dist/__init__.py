@@ -22,6 +22,7 @@ _LAZY = {
     "write_forest": ("io.writers", "write_forest"),
     "write_labels": ("io.writers", "write_labels"),
     "write_graph": ("io.writers", "write_graph"),
+    "read_forest": ("io.writers", "read_forest_dataset"),
 }
 
 
@@ -55,5 +56,6 @@ __all__ = [
     "write_forest",
     "write_labels",
     "write_graph",
+    "read_forest",
     "__version__",
 ]

@@ -20,7 +20,8 @@ def _conf(name, value, default):
 
 def minimum_spanning_forest(graph, client=None, *, partitions=None, backend="auto",
                             local_finish=None, split_every=None, light_factor=None,
-                            min_degree=None, progress=None, throughput=None, stream=None) -> MSFResult:
+                            min_degree=None, progress=None, throughput=None, stream=None, output=None,
+                            labels_output=None) -> MSFResult:
     """Minimum spanning forest by distributed Borůvka.
 
     The forest is the unique one under the strict order ``(weight, edge id)``
@@ -74,6 +75,18 @@ def minimum_spanning_forest(graph, client=None, *, partitions=None, backend="aut
         resident for the whole run; ``"auto"`` (default, or the
         ``mst.stream`` setting): stream when the graph would not fit in the
         workers' memory.  The same edge ids either way.
+    output : str or os.PathLike, optional
+        A directory: the workers write the forest's rows there as a Parquet
+        dataset (``part.00000.parquet``, ... with columns ``edge_id, src, dst,
+        weight``, rows and parts in edge id order), atomically: the directory
+        appears only once every part is written, replacing what was there.
+        The client then never holds the forest: the result's ``edge_ids``,
+        ``src``, ``dst`` and ``weight`` are ``None`` (``forest_edges`` and
+        ``total_weight`` are set); :func:`mst_dist.read_forest` reads it back.
+        The workers and the client must share the file system.
+    labels_output : str or os.PathLike, optional
+        Likewise for the component labels (columns ``vertex, component``);
+        the result's ``labels`` are then ``None``.
 
     Returns
     -------
@@ -110,6 +123,8 @@ def minimum_spanning_forest(graph, client=None, *, partitions=None, backend="aut
         progress=progress,
         backend=backend,
         stream=mode,
+        output=output,
+        labels_output=labels_output,
         throughput=throughput,
     )
     if client is not None:

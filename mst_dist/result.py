@@ -161,6 +161,13 @@ class MSFResult:
         each component's smallest vertex.
     stats : RunStats
         Per-round, per-phase statistics.
+    output, labels_output : str or None
+        Where the workers wrote the forest's rows (and the labels) as a
+        Parquet dataset, for a run given ``output=`` (``labels_output=``);
+        ``edge_ids``, ``src``, ``dst`` and ``weight`` (``labels``) are then
+        ``None``: read them with :func:`mst_dist.read_forest`.
+    forest_edges : int
+        Number of forest edges (also when they are on disk only).
     """
 
     edge_ids: np.ndarray
@@ -173,9 +180,14 @@ class MSFResult:
     n_vertices: int
     n_edges: int
     stats: RunStats
+    output: str | None = None
+    labels_output: str | None = None
+    forest_edges: int | None = None
 
     @property
     def n_forest_edges(self):
+        if self.edge_ids is None:
+            return int(self.forest_edges)
         return int(self.edge_ids.shape[0])
 
     def summary(self):

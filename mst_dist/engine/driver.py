@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import operator
+import os
 import time
 from dataclasses import dataclass, field
 
@@ -31,14 +32,17 @@ from mst_dist.engine.placement import measure_throughput, pin, place, placement_
 from mst_dist.engine.plan import plan_run, should_stream
 from mst_dist.engine.rounds import RoundBuilder
 from mst_dist.graph import Graph
+from mst_dist.io import writers
 from mst_dist.kernels import cpu
 from mst_dist.kernels.contract import take_to_host
 from mst_dist.result import MSFResult, PassStats, RunStats, exact_total
 
 logger = logging.getLogger("mst_dist")
 
-#: Edges sampled (over some chunks) to set a streaming run's thresholds.
+#: Edges sampled to set a streaming run's thresholds, from windows of rows spread over the graph.
 SAMPLE_EDGES = 1 << 18
+SAMPLE_WINDOWS = 16
+SAMPLE_WINDOW_EDGES = 1 << 16
 #: Worker bytes per edge of a pass's slice while it is solved: the compact chunk (24), the
 #: kept rows (up to 32), the single-task solve's copy; a slice takes at most a quarter of memory.
 STREAM_BYTES_PER_EDGE = 80
@@ -75,7 +79,7 @@ class _RunState:
     split_seconds: float = 0.0      #: the light split, charged to the first light round
     t_solve: float | None = None    #: when the rounds began (end of setup)
     vmap: object = None             #: streaming: future of (vertex -> component, count) after the passes so far
-    rows: list = field(default_factory=list)     #: streaming: the chosen edges' rows, per chunk and pass
+    rows: dict = field(default_factory=dict)     #: streaming: chunk -> the chosen edges' rows, one per pass
 
     @property
     def light(self):
@@ -91,7 +95,7 @@ class Driver:
 
     def __init__(self, graph: Graph, client, *, partitions=None, local_finish="auto",
                  split_every=8, light_factor=1.5, min_degree=3.0, progress=None, publish=True,
-                 backend="auto", throughput=None, stream="auto"):
+                 backend="auto", throughput=None, stream="auto", output=None, labels_output=None):
         self.g = graph
         self.client = client
         self.partitions_asked = partitions
@@ -104,6 +108,8 @@ class Driver:
         self.backend = backend
         self.throughput_asked = throughput
         self.stream_asked = stream
+        self.output = None if output is None else os.fspath(output)
+        self.labels_output = None if labels_output is None else os.fspath(labels_output)
         self.token = new_token()
 
     # -- the run ------------------------------------------------------------------
@@ -220,8 +226,9 @@ class Driver:
             st.rnd = sub.rnd
             st.chosen.extend(sub.chosen)
             chosen = self.client.submit(tasks.forest_ids, *sub.chosen, key=self.builder.key("pass-forest", k))
-            st.rows.extend(self.client.submit(passes.trim_rows, r, chosen, key=self.builder.key("pass-trim", k, i))
-                           for i, r in enumerate(rows))
+            for i, r in enumerate(rows):
+                st.rows.setdefault(i, []).append(
+                    self.client.submit(passes.trim_rows, r, chosen, key=self.builder.key("pass-trim", k, i)))
             st.vmap = self.client.submit(passes.compose, self._vmap_array(st), *sub.maps,
                                          key=self.builder.key("pass-compose", k))
             n_live = self.client.submit(operator.getitem, st.vmap, 1,
@@ -241,16 +248,15 @@ class Driver:
 
     def _stream_sample(self, st):
         """Sample some chunks: ``(u, v, key, eid)`` of the sample and the graph's non-loop edges, estimated."""
-        P = len(self.inputs)
-        idx = sorted({int(round(x)) for x in np.linspace(0, P - 1, min(P, max(2, -(-P // 8))))}) if P else []
-        sampled = sum(self.inputs[i][2] - self.inputs[i][1] for i in idx)
+        windows = self._sample_windows()
+        sampled = sum(hi - lo for _, (lo, hi) in windows)
         rate = min(1.0, SAMPLE_EDGES / max(1, sampled))
         validate = not self.g.validated
-        futs = [self.client.submit(passes.sample_chunk, *self._input(i), self.g.n_vertices, validate, rate, i,
-                                   key=self.builder.key("pass-sample", 0, i), **pin(self.places[i]))
-                for i in idx]
+        futs = [self.client.submit(passes.sample_chunk, *self._input(i), self.g.n_vertices, validate, rate, j,
+                                   (lo, hi), key=self.builder.key("pass-sample", 0, j), **pin(self.places[i]))
+                for j, (i, (lo, hi)) in enumerate(windows)]
         t0 = time.perf_counter()
-        parts = self._progress_pass("sample", futs, P, lambda r: (r[6], r[5], 0))
+        parts = self._progress_pass("sample", futs, len(futs), lambda r: (r[6], r[5], 0))
         if parts:
             u, v, key, eid = (np.concatenate([p[j] for p in parts]) for j in range(4))
             nonloop, raw = sum(p[4] for p in parts), sum(p[5] for p in parts)
@@ -258,11 +264,25 @@ class Driver:
             u = v = eid = np.zeros(0, np.int64)
             key = np.zeros(0, np.uint64)
             nonloop = raw = 0
-        self.stats.passes.append(PassStats("sample", len(idx), raw, sum(p[6] for p in parts), 0,
+        self.stats.passes.append(PassStats("sample", len(futs), raw, sum(p[6] for p in parts), 0,
                                            time.perf_counter() - t0))
         m_est = nonloop * self.g.n_edges / raw if raw else 0
         order = np.lexsort((eid, key))
         return _Sample(u=u, v=v, key=key[order], eid=eid[order], unsorted=(u, v, key, eid), m_est=m_est)
+
+    def _sample_windows(self):
+        """``[(chunk, (lo, hi)), ...]``: up to :data:`SAMPLE_WINDOWS` windows of rows spread over the graph."""
+        m = self.g.n_edges
+        if not m:
+            return []
+        width = max(1, min(SAMPLE_WINDOW_EDGES, m // SAMPLE_WINDOWS))
+        out = {}
+        for pos in np.linspace(0, m - 1, min(m, SAMPLE_WINDOWS)).astype(np.int64):
+            i = next(j for j, r in enumerate(self.ranges) if r[3] <= pos < r[3] + r[2] - r[1])
+            si, a, b, off = self.ranges[i]
+            lo = a + int(pos - off)
+            out.setdefault((i, lo), (i, (lo, min(b, lo + width))))
+        return list(out.values())
 
     def _next_threshold(self, sample, vmap, lo, n_live, k):
         """The upper end of the next pass's slice (``None``: the rest of the order).
@@ -453,9 +473,17 @@ class Driver:
                                        key=self.builder.key("labels", st.rnd))
         else:
             lab_f = self.builder.labels(st.rnd, st.maps)
-        edge_ids = ids_f.result()
-        labels, n_components = lab_f.result()
-        src, dst, w = self._rows(st, ids_f, edge_ids)
+        if self.output is not None:  # the workers write the rows; the client gets counts
+            edge_ids = src = dst = w = None
+            n_forest, total = self._write_forest(st, ids_f)
+        else:
+            edge_ids = ids_f.result()
+            src, dst, w = self._rows(st, ids_f, edge_ids)
+            n_forest, total = int(edge_ids.shape[0]), exact_total(w)
+        if self.labels_output is not None:
+            labels, n_components = None, self._write_labels(lab_f)
+        else:
+            labels, n_components = lab_f.result()
         stats.finish_seconds = time.perf_counter() - t_fin
         stats.total_seconds = time.perf_counter() - self.t_start
         gpu_workers = [w for w, k in self.kinds.items() if k == "gpu"]
@@ -466,12 +494,49 @@ class Driver:
                 logger.debug("could not free the round maps on the GPU workers", exc_info=True)
         accounting.exact_bytes(self.client, stats.rounds, self.token, self.wall_start, self.n_workers)
         self._publish("run-end", total_seconds=stats.total_seconds, n_rounds=stats.n_rounds,
-                      forest_edges=int(edge_ids.shape[0]), n_components=int(n_components),
+                      forest_edges=n_forest, n_components=int(n_components),
                       bytes_moved=stats.bytes_moved,
                       rounds=[r.to_dict() for r in stats.rounds])  # final: exact bytes moved
         return MSFResult(edge_ids=edge_ids, src=src, dst=dst, weight=w,
-                         total_weight=exact_total(w), n_components=int(n_components), labels=labels,
-                         n_vertices=self.g.n_vertices, n_edges=self.g.n_edges, stats=stats)
+                         total_weight=total, n_components=int(n_components), labels=labels,
+                         n_vertices=self.g.n_vertices, n_edges=self.g.n_edges, stats=stats,
+                         output=self.output, labels_output=self.labels_output, forest_edges=n_forest)
+
+    def _write_forest(self, st, ids_f):
+        """The workers write the forest's rows as a Parquet dataset at ``output``, atomically.
+
+        One part file per chunk (rows sorted by edge id; the parts in edge id
+        order), in a hidden directory renamed onto ``output`` once every part
+        is written: a failed run leaves no dataset.  Returns ``(forest
+        edges, total weight)``.
+        """
+        c = self.client
+        with writers.atomic_dir(self.output) as tmp:
+            futs = []
+            for i in range(len(self.ranges)):
+                path = os.path.join(tmp, writers.DATASET_PART.format(i))
+                if self.streaming:
+                    parts = st.rows.get(i, [])
+                else:
+                    parts = [c.submit(tasks.chosen_rows, st.raws[i], st.offsets[i], ids_f,
+                                      key=self.builder.key("rows", st.rnd, i))]
+                futs.append(c.submit(writers.write_forest_part, path, *parts,
+                                     key=self.builder.key("write-forest", st.rnd, i), pure=False))
+            done = c.gather(futs)
+        return sum(n for n, _ in done), sum(t for _, t in done) if done else 0
+
+    def _write_labels(self, lab_f):
+        """The component labels as a Parquet dataset at ``labels_output`` (parts of vertex ranges)."""
+        c = self.client
+        n = self.g.n_vertices
+        labels = c.submit(operator.getitem, lab_f, 0, key=self.builder.key("labels-array", 0))
+        step = max(1, min(n, 1 << 24))
+        with writers.atomic_dir(self.labels_output) as tmp:
+            c.gather([c.submit(writers.write_labels_part, os.path.join(tmp, writers.DATASET_PART.format(j)),
+                               labels, a, min(n, a + step), key=self.builder.key("write-labels", 0, j),
+                               pure=False)
+                      for j, a in enumerate(range(0, max(n, 1), step))])
+        return c.submit(operator.getitem, lab_f, 1, key=self.builder.key("labels-count", 0)).result()
 
     # -- helpers --------------------------------------------------------------------
 
@@ -479,7 +544,7 @@ class Driver:
         """``(src, dst, weight)`` of the forest: from the caller's arrays, or from the workers."""
         g = self.g
         if self.streaming and not g.in_memory:
-            src, dst, w = self.client.submit(passes.forest_rows, ids_f, *st.rows,
+            src, dst, w = self.client.submit(passes.forest_rows, ids_f, *(r for rs in st.rows.values() for r in rs),
                                              key=self.builder.key("rows", st.rnd)).result()
             return src, dst, w.astype(np.dtype(g.weight_dtype), copy=False)
         if g.in_memory and len(g.sources) == 1:

@@ -53,13 +53,20 @@ def _nbytes(raw):
     return int(sum(getattr(a, "nbytes", 0) for a in raw[:3]))
 
 
-def sample_chunk(source, start, stop, offset, n_vertices, validate, rate, seed):
-    """A sample of the chunk's non-loop edges: ``(u, v, key, eid, edges, raw rows, bytes read)``.
+def sample_chunk(source, start, stop, offset, n_vertices, validate, rate, seed, window):
+    """A sample of a window of a chunk: ``(u, v, key, eid, non-loop edges, raw rows, bytes read)``.
 
-    ``u, v`` are the original vertex ids (so the sample can be relabelled by
-    any later vertex map); ``edges`` counts the chunk's non-loop edges.
+    ``window = (lo, hi)``: the rows of the chunk ``[start, stop)`` to read
+    (a streaming run samples a few windows, not whole chunks).  ``u, v`` are
+    the original vertex ids, so the sample can be relabelled by any later
+    vertex map.
     """
-    raw = _raw(source, start, stop, offset, n_vertices, validate)
+    lo, hi = window
+    if isinstance(source, tuple):  # the caller's rows, scattered: slice them
+        raw = tuple(a[lo - start:hi - start] for a in source[:3])
+    else:
+        raw = load(source, lo, hi, offset + lo - start, n_vertices, validate)
+    offset += lo - start
     kern = host_kernels()
     ch = kern.prepare(tuple(to_host(a) for a in raw[:3]), offset, n_vertices)
     m = len(ch)

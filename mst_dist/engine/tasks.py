@@ -242,6 +242,13 @@ def forest_ids(*chosen):
     return host_kernels().forest_ids(list(chosen))
 
 
+def chosen_rows(raw, offset, edge_ids):
+    """``(edge_id, src, dst, weight)`` of the forest edges (ascending ``edge_ids``) in this raw chunk."""
+    lo = np.searchsorted(edge_ids, offset)
+    hi = np.searchsorted(edge_ids, offset + raw[0].shape[0])
+    return (edge_ids[lo:hi], *rows(raw, offset, edge_ids))
+
+
 def rows(raw, offset, edge_ids):
     lo = np.searchsorted(edge_ids, offset)
     hi = np.searchsorted(edge_ids, offset + raw[0].shape[0])

@@ -40,7 +40,8 @@ from mst_dist.io.formats import (
 )
 
 __all__ = ["write_forest", "write_labels", "write_graph", "forest_format", "graph_format",
-           "FOREST_FORMATS", "GRAPH_FORMATS", "atomic_path"]
+           "FOREST_FORMATS", "GRAPH_FORMATS", "atomic_path", "atomic_dir", "write_forest_part",
+           "write_labels_part", "read_forest_dataset", "DATASET_PART"]
 
 _COLUMNS = ("edge_id", "src", "dst", "weight")
 
@@ -269,7 +270,7 @@ def _load_chunk(source, a, b):
     return np.asarray(s), np.asarray(d), np.asarray(w)
 
 
-class _atomic_dir(atomic_path):
+class atomic_dir(atomic_path):
     """Like :class:`atomic_path`, for a directory (an existing one is replaced)."""
 
     def __enter__(self):
@@ -578,7 +579,7 @@ def write_graph(graph, path, format=None, *, client=None, **opts):
     as_dir = format == "npy" or (format == "parquet" and (
         raw.endswith(("/", os.sep)) or os.path.isdir(p) or not os.path.splitext(p)[1]))
     if as_dir:
-        target = _atomic_dir(p)
+        target = atomic_dir(p)
         with target as tmp:
             if format == "npy":
                 _write_npy_dir(graph, tmp, _graph_chunks(graph, client), opts)
@@ -594,3 +595,50 @@ def write_graph(graph, path, format=None, *, client=None, **opts):
         else:
             _GRAPH_WRITERS[format](graph, tmp, _graph_chunks(graph, client), opts)
     return target.path
+
+
+# ---------------------------------------------------------------------------
+# forest and label datasets, written by the workers
+# ---------------------------------------------------------------------------
+
+#: Name of part ``i`` of a dataset written by the workers (zero-padded: files sort in part order).
+DATASET_PART = "part.{:05d}.parquet"
+
+
+def write_forest_part(path, *row_parts):
+    """Write one part file of a forest dataset (a task, run where the rows are).
+
+    ``row_parts``: ``(edge_id, src, dst, weight)`` arrays of forest edges (any
+    order; several parts are concatenated).  The file's rows are sorted by
+    ``edge_id``, with the columns of :func:`write_forest`.  Returns ``(rows,
+    exact weight sum)``.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from mst_dist.result import exact_total
+
+    eid = np.concatenate([np.asarray(p[0], np.int64) for p in row_parts]) if row_parts else np.zeros(0, np.int64)
+    order = np.argsort(eid, kind="stable")
+    cols = [np.concatenate([np.asarray(p[i]) for p in row_parts])[order] if row_parts else np.zeros(0, np.int64)
+            for i in (1, 2, 3)]
+    pq.write_table(pa.table({"edge_id": eid[order], "src": cols[0], "dst": cols[1], "weight": cols[2]}), path)
+    return int(eid.shape[0]), exact_total(cols[2])
+
+
+def write_labels_part(path, labels, start, stop):
+    """Write vertices ``[start, stop)`` of a labels array as one part file (``vertex``, ``component``)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"vertex": np.arange(start, stop, dtype=np.int64),
+                             "component": np.asarray(labels[start:stop], np.int64)}), path)
+    return stop - start
+
+
+def read_forest_dataset(path):
+    """``(edge_ids, src, dst, weight)`` of a forest dataset written by a run with ``output=``."""
+    import pyarrow.parquet as pq
+
+    t = pq.read_table(os.fspath(path))
+    return tuple(t.column(c).to_numpy() for c in _COLUMNS)

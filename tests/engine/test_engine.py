@@ -1,4 +1,6 @@
 """The engine against the reference Kruskal: exact edge ids on every case and cluster shape."""
+import os
+
 import numpy as np
 import pytest
 
@@ -180,3 +182,52 @@ def test_stream_mode_checked():
     g = mst_dist.Graph.from_arrays([0], [1], [1])
     with pytest.raises(ValueError, match="unknown stream mode 'sometimes'; choose one of auto, always, never"):
         mst_dist.minimum_spanning_forest(g, stream="sometimes")
+
+
+@pytest.mark.parametrize("stream", ["never", "always"])
+@pytest.mark.parametrize("source", ["generated", "arrays"])
+def test_output_dataset_written_by_the_workers(client2, tmp_path, stream, source):
+    """output=: the forest rows as a Parquet dataset the workers write; the client gets counts only."""
+    g = mst_dist.generate("rmat", scale=10, edge_factor=8, seed=4)
+    if source == "arrays":
+        g = mst_dist.Graph.from_arrays(*g.to_arrays(), n_vertices=g.n_vertices)
+    s, d, w = g.to_arrays()
+    exp, comps = kruskal(g.n_vertices, s, d, w)
+    out, lab = tmp_path / "forest", tmp_path / "labels"
+    res = mst_dist.minimum_spanning_forest(g, client2, partitions=3, stream=stream, output=out,
+                                           labels_output=lab)
+    assert res.edge_ids is None and res.labels is None and res.output == str(out)
+    assert res.forest_edges == res.n_forest_edges == len(exp) and res.n_components == comps
+    assert res.total_weight == int(w[exp].sum())
+    parts = sorted(os.listdir(out))
+    assert parts == [f"part.{i:05d}.parquet" for i in range(3)]
+    ids, fs, fd, fw = mst_dist.read_forest(out)
+    np.testing.assert_array_equal(ids, exp)
+    np.testing.assert_array_equal(fs, s[exp])
+    np.testing.assert_array_equal(fd, d[exp])
+    np.testing.assert_array_equal(fw, w[exp])
+    import pyarrow.parquet as pq
+
+    t = pq.read_table(lab)
+    ref = mst_dist.minimum_spanning_forest(g, client2, partitions=3).labels
+    np.testing.assert_array_equal(t.column("vertex").to_numpy(), np.arange(g.n_vertices))
+    np.testing.assert_array_equal(t.column("component").to_numpy(), ref)
+    assert sorted(os.listdir(tmp_path)) == ["forest", "labels"]  # no temporary left
+
+
+def test_output_dataset_absent_after_a_failure(client, tmp_path, monkeypatch):
+    """A part that fails to write leaves no dataset (and no temporary directory) behind."""
+    from mst_dist.io import writers
+
+    real = writers.write_forest_part
+
+    def flaky(path, *parts):
+        if path.endswith("part.00001.parquet"):
+            raise OSError("disk full (simulated)")
+        return real(path, *parts)
+
+    monkeypatch.setattr(writers, "write_forest_part", flaky)
+    g = mst_dist.generate("erdos_renyi", n=300, m=3000, seed=2)
+    with pytest.raises(OSError, match="disk full"):
+        mst_dist.minimum_spanning_forest(g, client, partitions=3, stream="always", output=tmp_path / "f")
+    assert os.listdir(tmp_path) == []
