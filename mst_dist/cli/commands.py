@@ -94,7 +94,7 @@ def _engine_kwargs(cfg, progress):
     which :func:`main` reports as a one-line error).
     """
     return {"partitions": cfg["partitions"], "local_finish": cfg["local_finish"],
-            "backend": cfg["backend"], "progress": progress}
+            "backend": cfg["backend"], "stream": cfg["stream"], "progress": progress}
 
 
 def _local_gpu(cfg):
@@ -113,6 +113,13 @@ def _local_gpu(cfg):
 
 
 def _progress(event):
+    if event.get("phase") == "pass":
+        from dask.utils import format_bytes
+
+        logger.info("%-8s %6s of %s chunks %14s read  (%.2fs)", event.get("pass"),
+                    f"{event.get('chunks_done', 0):,}", f"{event.get('chunks_total', 0):,}",
+                    format_bytes(event.get("bytes_read", 0)), event.get("elapsed", 0.0))
+        return
     logger.info("round %s %-6s %12s components %14s edges  (%.2fs)",
                 event.get("round"), event.get("phase"), f"{event.get('components', 0):,}",
                 f"{event.get('edges', 0):,}", event.get("elapsed", 0.0))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from mst_dist.config import BACKENDS
+from mst_dist.config import BACKENDS, STREAM_MODES
 from mst_dist.generators import GENERATORS, parameters, shared_parameters
 from mst_dist.io.formats import FOREST_FORMATS
 
@@ -92,6 +92,17 @@ def _local_finish(text):
         raise argparse.ArgumentTypeError(f"expected 'auto' or an integer, got {text!r}") from None
 
 
+def _memory_limit(text):
+    """``--memory-limit``: the text as given, once :func:`~mst_dist.deploy.memory_limit_value` accepts it."""
+    from mst_dist.deploy import memory_limit_value
+
+    try:
+        memory_limit_value(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
+
+
 def _add_run_arguments(r, submit=False):
     r.add_argument("config", nargs="?", metavar="CONFIG", help="run config (YAML), see configs/")
 
@@ -113,6 +124,9 @@ def _add_run_arguments(r, submit=False):
                    help="compute backend: auto (CuPy kernels on the GPU workers, Numba on the others; "
                         "the default), cpu (Numba everywhere) or gpu (CuPy on GPU workers: needs "
                         "workers with resources GPU=1 and pip install 'mst-dist[gpu]')")
+    e.add_argument("--stream", choices=STREAM_MODES,
+                   help="stream the edges from their source in passes: auto (when the graph would not "
+                        "fit in the workers' memory; the default, or mst.stream), always, never")
 
     o = r.add_argument_group("output")
     o.add_argument("-o", "--output", metavar="PATH",
@@ -130,6 +144,10 @@ def _add_run_arguments(r, submit=False):
         c.add_argument("--threads", type=int, metavar="T", help="local cluster: threads per worker")
         c.add_argument("--processes", action=argparse.BooleanOptionalAction, default=None,
                        help="local cluster: workers as processes (default: threads of this process)")
+        c.add_argument("--memory-limit", type=_memory_limit, metavar="BYTES",
+                       help="local cluster: memory limit of each worker: auto (the machine's memory over "
+                            "the workers; the default, or mst.cluster.memory-limit), bytes, a size such "
+                            "as 4GiB, or none")
         c.add_argument("--scheduler", metavar="ADDRESS",
                        help="connect to a running scheduler (tcp://host:8786) instead of a local cluster")
         c.add_argument("--mpi", action="store_true",
@@ -252,7 +270,7 @@ def run_config_from_args(args):
                               "config with graph.input)")
         raw["graph"] = {**graph, "format": args.input_format}
     for key, value in (("partitions", args.partitions), ("local_finish", args.local_finish),
-                       ("backend", args.backend)):
+                       ("backend", args.backend), ("stream", args.stream)):
         if value is not None:
             raw[key] = value
     if args.output is not None:
@@ -270,7 +288,8 @@ def run_config_from_args(args):
         raw["cluster"] = cluster if cluster.get("kind") == "mpi" else {"kind": "mpi"}
     local = {k: v for k, v in (("n_workers", getattr(args, "workers", None)),
                                ("threads_per_worker", getattr(args, "threads", None)),
-                               ("processes", getattr(args, "processes", None))) if v is not None}
+                               ("processes", getattr(args, "processes", None)),
+                               ("memory_limit", getattr(args, "memory_limit", None))) if v is not None}
     if local:
         cluster = raw.get("cluster") if isinstance(raw.get("cluster"), dict) else {}
         raw["cluster"] = {**cluster, **local}

@@ -13,8 +13,8 @@ import os
 import dask.config
 import yaml
 
-from mst_dist.config import BACKENDS, ConfigError, get
-from mst_dist.deploy import CLUSTERS
+from mst_dist.config import BACKENDS, STREAM_MODES, ConfigError, get
+from mst_dist.deploy import CLUSTERS, memory_limit_value
 from mst_dist.generators import GENERATORS, parameters, shared_parameters
 
 __all__ = [
@@ -24,6 +24,7 @@ __all__ = [
     "run_settings",
     "GENERATOR_PARAMS",
     "BACKENDS",
+    "STREAM_MODES",
     "CLUSTER_KINDS",
     "WORKER_KINDS",
 ]
@@ -55,10 +56,8 @@ _WEIGHTS = next(p.choices for p in shared_parameters() if p.name == "weights")
 # Schema: top level, graph, output, placement, cluster
 # --------------------------------------------------------------------------
 
-#: Backends a run config may name.
-
-_TOP_KEYS = ("graph", "n_vertices", "backend", "partitions", "local_finish", "placement", "output",
-             "cluster")
+_TOP_KEYS = ("graph", "n_vertices", "backend", "partitions", "local_finish", "stream", "placement",
+             "output", "cluster")
 _GRAPH_KEYS = ("generate", "input", "format", "options")
 _OUTPUT_KEYS = ("path", "format")
 #: Kinds of worker a ``placement.throughput`` mapping rates (GPU workers advertise resources GPU=1).
@@ -81,7 +80,7 @@ _CLUSTER_KEYS = {
     "threads_per_worker": ("int|null", "cluster.threads-per-worker", ("local", "local-cuda", "mpi")),
     "processes": ("bool", "cluster.processes", ("local", "slurm", "pbs")),
     "dashboard_address": ("str|null", "cluster.dashboard-address", _STARTED),
-    "memory_limit": ("str|int|float|null", "cluster.memory-limit", ("local-cuda", "mpi")),
+    "memory_limit": ("str|int|float|null", "cluster.memory-limit", ("local", "local-cuda", "mpi")),
     "cuda_visible_devices": ("str|null", None, ("local-cuda",)),
     "warmup": ("bool", "cluster.warmup", ("local-cuda", "slurm", "pbs", "mpi")),
     "wait_timeout": ("float", "cluster.wait-timeout", ("address", "slurm", "pbs", "mpi")),
@@ -317,6 +316,13 @@ def _validate_cluster(raw, source):
             out[name] = None
         else:
             out[name] = _setting(f"cluster.{name}", raw, name, setting, spec, source)
+    if "memory_limit" in out:
+        try:
+            out["memory_limit"] = memory_limit_value(out["memory_limit"])
+        except ValueError as e:
+            path = ("cluster.memory_limit" if "memory_limit" in raw
+                    else "mst.cluster.memory-limit (dask config)")
+            _fail(path, str(e), source)
     for name in ("n_workers", "threads_per_worker", "jobs", "cores", "processes"):
         if isinstance(out.get(name), int) and not isinstance(out.get(name), bool):
             _check_min(f"cluster.{name}", out[name], 1, source)
@@ -339,7 +345,9 @@ def validate_run_config(raw, source=None, check_paths=True):
 
     Returns a new dict with every top-level key present: ``graph``
     (``{"generate": {...}}`` or ``{"input": path}``), ``n_vertices``,
-    ``backend``, ``partitions``, ``local_finish``, ``placement``
+    ``backend``, ``partitions``, ``local_finish``, ``stream`` (``auto``,
+    ``always`` or ``never``: whether the edges are streamed from their source
+    in passes), ``placement``
     (``{"throughput": None or {"gpu": x, "cpu": y}, "calibration_edges": n}``),
     ``output`` (``None`` or ``{"path", "format"}``) and ``cluster``.  Raises :class:`ConfigError`
     naming the first bad key path; ``source`` (a file name) prefixes the
@@ -377,6 +385,10 @@ def validate_run_config(raw, source=None, check_paths=True):
     else:
         _check_min("local_finish", lf, 0, source)
     out["local_finish"] = lf
+
+    out["stream"] = _setting("stream", raw, "stream", "stream", "str", source)
+    _check_choice("stream" if "stream" in raw else "mst.stream (dask config)", out["stream"],
+                  STREAM_MODES, source)
 
     out["placement"] = _validate_placement(raw.get("placement"), source)
     out["output"] = _validate_output(raw.get("output"), source)

@@ -1,15 +1,42 @@
-"""The run's summary and per-round table, as ``mst-dist run`` prints them (rich)."""
+"""The run's summary, its passes (a streamed run) and per-round table, as ``mst-dist run`` prints them."""
 from __future__ import annotations
 
-__all__ = ["print_summary"]
+__all__ = ["print_summary", "passes_table"]
 
 
 def _seconds(s):
     return f"{s:.3f}"
 
 
+def _gib(n):
+    return f"{n / 2**30:.3f}"
+
+
+def passes_table(passes):
+    """The passes of a streamed run (:class:`~mst_dist.result.PassStats`) as a rich table.
+
+    One row per pass (the sample, then ``pass 1``, ...): chunks read, edges
+    and GiB read from the source, edges kept for the pass's solve, seconds;
+    a total row under them.
+    """
+    from rich.table import Table
+
+    t = Table(title="passes", title_justify="left", show_edge=False, header_style="bold")
+    t.add_column("pass", justify="left")
+    for col in ("chunks", "edges read", "GiB read", "edges kept", "seconds"):
+        t.add_column(col, justify="right")
+    for p in passes:
+        t.add_row(p.name, f"{p.chunks:,}", f"{p.edges_read:,}", _gib(p.bytes_read), f"{p.edges_kept:,}",
+                  _seconds(p.seconds))
+    t.add_section()
+    t.add_row("total", f"{sum(p.chunks for p in passes):,}", f"{sum(p.edges_read for p in passes):,}",
+              _gib(sum(p.bytes_read for p in passes)), f"{sum(p.edges_kept for p in passes):,}",
+              _seconds(sum(p.seconds for p in passes)))
+    return t
+
+
 def print_summary(result, wall_seconds, output=None, console=None):
-    """The run's summary and per-round table, with rich."""
+    """The run's summary, its passes when it streamed, and the per-round table, with rich."""
     from dask.utils import format_bytes
     from rich.console import Console
     from rich.table import Table
@@ -40,6 +67,11 @@ def print_summary(result, wall_seconds, output=None, console=None):
         ("kernels", {"cpu": "CPU (Numba)", "gpu": "GPU (CuPy)", "mixed": "CPU (Numba) and GPU (CuPy)"}
          .get(st.backend, st.backend)),
     ]
+    if st.streamed:
+        n = sum(1 for p in st.passes if p.name != "sample")
+        rows.append(("streamed", f"yes: {n} pass{'es' if n != 1 else ''} over the source, after a sample"))
+    else:
+        rows.append(("streamed", "no: every chunk resident"))
     device = bool(st.h2d_bytes or st.d2h_bytes)
     if device:
         rows.append(("host ↔ device", f"{format_bytes(st.h2d_bytes)} to, {format_bytes(st.d2h_bytes)} from "
@@ -52,6 +84,8 @@ def print_summary(result, wall_seconds, output=None, console=None):
     for k, v in rows:
         head.add_row(k, v)
     console.print(head)
+    if st.streamed and st.passes:
+        console.print(passes_table(st.passes))
 
     t = Table(title="rounds", title_justify="left", show_edge=False, header_style="bold")
     for col in ("round", "mode", "components", "edges", "forest"):

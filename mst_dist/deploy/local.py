@@ -54,7 +54,7 @@ def local_gpu(backend):
 
 @contextlib.contextmanager
 def embedded(n_workers=None, threads_per_worker=None, processes=None,
-             dashboard_address=_UNSET, memory_limit="auto", gpu=False, **kwargs):
+             dashboard_address=_UNSET, memory_limit=_UNSET, gpu=False, **kwargs):
     """An in-process Dask cluster and its client, closed on exit.
 
     Unset arguments come from the ``mst.cluster`` configuration: one worker
@@ -62,16 +62,32 @@ def embedded(n_workers=None, threads_per_worker=None, processes=None,
     and nothing is pickled or copied between tasks.  With ``gpu``, the worker
     advertises ``resources={"GPU": 1}`` and runs the GPU kernels on this
     process's current CUDA device (edge arrays already there stay there).
+
+    ``memory_limit`` is each worker's, threads or processes
+    (``mst.cluster.memory-limit``; see :func:`~mst_dist.deploy.memory_limit_value`):
+    ``"auto"`` (the default: the machine's memory over the workers), bytes, a
+    size such as ``"4GiB"``, a fraction, or ``None``.  The engine streams a
+    graph whose resident chunks would not fit in the workers' limits
+    (``mst.stream: auto``).  A bad value is a :class:`~mst_dist.config.ConfigError`
+    naming the setting.
     """
     from distributed import Client, LocalCluster
 
     from mst_dist import config
+    from mst_dist.deploy._core import memory_limit_value
 
     n_workers = config.get("cluster.n-workers", n_workers) or 1
     threads_per_worker = config.get("cluster.threads-per-worker", threads_per_worker)
     processes = bool(config.get("cluster.processes", processes))
     if dashboard_address is _UNSET:
         dashboard_address = config.get("cluster.dashboard-address")
+    where = "memory_limit"
+    if memory_limit is _UNSET:
+        memory_limit, where = config.get("cluster.memory-limit", None, "auto"), "mst.cluster.memory-limit"
+    try:
+        memory_limit = memory_limit_value(memory_limit)
+    except ValueError as e:
+        raise config.ConfigError(f"{where}: {e}", key=where) from None
     if threads_per_worker is None:
         threads_per_worker = max(1, _cores() // max(1, n_workers))
     if gpu:
@@ -87,8 +103,9 @@ def embedded(n_workers=None, threads_per_worker=None, processes=None,
 
                 register(client)  # the dashboard's MST page
             link = _dashboard_link(cluster, dashboard_address)
-            logger.info("embedded Dask cluster: %d worker(s) x %d thread(s)%s%s", n_workers,
-                        threads_per_worker, " with a GPU" if gpu else "",
+            logger.info("embedded Dask cluster: %d worker%s x %d thread(s)%s%s%s", n_workers,
+                        " process(es)" if processes else "(s)", threads_per_worker,
+                        " with a GPU" if gpu else "", _memory_text(client),
                         f", dashboard at {link}" if link else "")
             yield client
         finally:
@@ -101,14 +118,30 @@ def embedded(n_workers=None, threads_per_worker=None, processes=None,
 def open_local(cfg, gpu=False):
     """A client of the in-process cluster a ``local`` section describes, closed on exit.
 
-    Unset keys as :func:`embedded` (one worker by default).  ``gpu``: the
-    workers advertise ``resources={"GPU": 1}`` and run the GPU kernels on this
-    machine's device (see :func:`local_gpu`).
+    Unset keys as :func:`embedded` (one worker by default); ``memory_limit``
+    is each worker's, threads or processes.  ``gpu``: the workers advertise
+    ``resources={"GPU": 1}`` and run the GPU kernels on this machine's
+    device (see :func:`local_gpu`).
     """
+    memory = {"memory_limit": cfg["memory_limit"]} if "memory_limit" in cfg else {}
     with embedded(n_workers=cfg.get("n_workers") or 1, threads_per_worker=cfg.get("threads_per_worker"),
                   processes=cfg.get("processes"), dashboard_address=cfg.get("dashboard_address"),
-                  gpu=gpu) as client:
+                  gpu=gpu, **memory) as client:
         yield client
+
+
+def _memory_text(client):
+    """``", 4.00 GiB each"``: the workers' memory limit as the scheduler has it ("" without one)."""
+    from dask.utils import format_bytes
+
+    try:
+        limits = {w.get("memory_limit") for w in client.scheduler_info()["workers"].values()}
+    except Exception:  # pragma: no cover - a scheduler that cannot tell
+        return ""
+    if len(limits) != 1 or not next(iter(limits)):
+        return ""
+    return f", {format_bytes(next(iter(limits)))} each"
+
 
 def _dashboard_link(cluster, dashboard_address):
     """The dashboard's URL on the interface it is bound to (not the host's public name)."""

@@ -150,12 +150,13 @@ def test_minimal_run_config_defaults():
     assert cfg["backend"] == "auto"
     assert cfg["partitions"] is None
     assert cfg["local_finish"] == "auto"
+    assert cfg["stream"] == "auto"
     assert cfg["output"] is None
     assert cfg["n_vertices"] is None
     assert cfg["placement"] == {"throughput": None, "calibration_edges": 1048576}
     assert cfg["cluster"] == {"kind": "local", "n_workers": None,
                               "threads_per_worker": None, "processes": False,
-                              "dashboard_address": "127.0.0.1:0"}
+                              "dashboard_address": "127.0.0.1:0", "memory_limit": "auto"}
 
 
 RUN_CONFIGS = [os.path.join(ROOT, "configs", "quickstart.yaml"),
@@ -180,9 +181,10 @@ def test_quickstart_config():
 def test_example_rmat_config():
     cfg = load_run_config(os.path.join(ROOT, "configs", "example-rmat.yaml"))
     assert cfg["graph"]["generate"]["scale"] == 21
+    assert cfg["stream"] == "auto"
     assert cfg["cluster"] == {"kind": "local", "n_workers": 2,
                               "threads_per_worker": 1, "processes": True,
-                              "dashboard_address": "127.0.0.1:0"}
+                              "dashboard_address": "127.0.0.1:0", "memory_limit": "auto"}
 
 
 def test_example_gpu_configs(tmp_path, monkeypatch):
