@@ -1,6 +1,5 @@
 """The command line (``mst-dist run``) and the forest writers it uses."""
 import json
-import logging
 import os
 import re
 import stat
@@ -50,20 +49,6 @@ class FakeResult:
         self.src = rng.integers(0, 100, m)
         self.dst = rng.integers(0, 100, m)
         self.weight = (rng.random(m) * 10).astype(weight_dtype)
-
-
-@pytest.fixture
-def restore_logging():
-    """main() configures logging; put the loggers it touches back."""
-    names = ("mst_dist", "distributed", "bokeh", "tornado")
-    saved = {n: (logging.getLogger(n).handlers[:], logging.getLogger(n).propagate,
-                 logging.getLogger(n).level) for n in names}
-    yield
-    for n, (handlers, propagate, level) in saved.items():
-        lg = logging.getLogger(n)
-        lg.handlers[:] = handlers
-        lg.propagate = propagate
-        lg.setLevel(level)
 
 
 # --------------------------------------------------------------------------
