@@ -3,6 +3,7 @@
     mst-dist bench configs/bench-cpu.yaml [--out DIR] [--repeat N] [--only NAME]
     mst-dist bench configs/bench-gpu.yaml --out bench-gpu-out     # on a CUDA machine
     python -m mst_dist.bench configs/bench-cpu.yaml --out bench-out
+    mst-dist bench configs/bench-scale.yaml --out bench-scale-out  # the scale benchmark
 
 Every method of the config runs on every graph, on the same int64 edge arrays
 in memory, and is timed from those arrays to the result in hand (min and
@@ -28,6 +29,11 @@ the engine's per-round statistics) and ``bench.md`` (the table, a geometric
 mean row and a pass/fail line per target), the table also printed.  A config
 with a GPU method adds a GPU table and the :data:`GPU_TARGETS`.
 :mod:`mst_dist.bench.iobench` measures the readers' throughput apart.
+
+A config with ``benchmark: scale`` is the scale benchmark instead
+(:mod:`mst_dist.bench.scale`): the engine in memory and streamed on graphs up
+to larger than memory, each run in a process of its own, with the peak RSS
+of its whole process tree (:mod:`mst_dist.bench.memory`).
 """
 from __future__ import annotations
 
@@ -46,15 +52,28 @@ from mst_dist.bench.config import (
 from mst_dist.bench.gpu import gpu_method_status, simple_undirected
 from mst_dist.bench.report import format_report, summarise
 from mst_dist.bench.runner import BenchMismatch, run_bench
+from mst_dist.bench.scale import SCALE_METHODS, is_scale_config, run_scale, validate_scale_config
 
 __all__ = ["METHODS", "GPU_METHODS", "ALL_METHODS", "DEFAULT_TARGETS", "GPU_TARGETS",
            "BenchMismatch", "load_config", "validate_config", "run_bench", "summarise", "format_report",
-           "gpu_method_status", "simple_undirected", "main", "build_parser", "cli"]
+           "gpu_method_status", "simple_undirected", "main", "build_parser", "cli",
+           "SCALE_METHODS", "run_scale", "validate_scale_config"]
 
 
 def main(config_path, out_dir="bench-out", repeat=None, only=None, methods=None, strict=True):
-    """Load ``config_path`` and run it (see :func:`run_bench`); returns the report dict."""
-    cfg = load_config(config_path)
+    """Load ``config_path`` and run it; returns the report dict.
+
+    A config with ``benchmark: scale`` runs :func:`run_scale`, any other
+    :func:`run_bench`.
+    """
+    import yaml
+
+    with open(config_path, encoding="utf-8") as f:
+        raw = yaml.safe_load(f)
+    if is_scale_config(raw):
+        cfg = validate_scale_config(raw, source=str(config_path))
+        return run_scale(cfg, out_dir, repeat=repeat, only=only, methods=methods, strict=strict)
+    cfg = validate_config(raw, source=str(config_path))
     return run_bench(cfg, out_dir, repeat=repeat, only=only, methods=methods, strict=strict)
 
 
@@ -69,9 +88,11 @@ def build_parser(parser=None):
     p.add_argument("--repeat", type=int, default=None, help="timed runs per method (default: config)")
     p.add_argument("--only", default=None, help="comma-separated graph names to run")
     p.add_argument("--methods", default=None,
-                   help=f"comma-separated subset of: {', '.join(ALL_METHODS)}")
+                   help=f"comma-separated subset of: {', '.join(ALL_METHODS)} (a scale config: "
+                        f"{', '.join(SCALE_METHODS)})")
     p.add_argument("--no-strict", action="store_true",
-                   help="exit 0 even when methods disagree on a total weight")
+                   help="exit 0 even when methods disagree on a total weight (or runs of a graph on its "
+                        "edge ids)")
     return p
 
 
