@@ -35,14 +35,19 @@ def _tree(proc):
 
 
 def _sum_rss(procs):
-    """Total RSS of ``procs`` in bytes and whether one of them has gone."""
-    total, gone = 0, False
+    """Total RSS of ``procs`` in bytes, the part of it not backed by files, and whether one has gone."""
+    total = anon = 0
+    gone = False
     for p in procs:
         try:
-            total += p.memory_info().rss
+            mi = p.memory_info()
         except psutil.Error:
             gone = True
-    return total, gone
+            continue
+        total += mi.rss
+        # Linux: "shared" is RssFile + RssShmem (mapped files, libraries, shared memory)
+        anon += mi.rss - getattr(mi, "shared", 0)
+    return total, anon, gone
 
 
 def tree_rss(pid=None):
@@ -86,6 +91,10 @@ class TreeSampler:
         The largest sum seen (``start_bytes`` and the last sample included).
     peak_processes : int
         Processes in the tree at the peak.
+    peak_anon : int
+        The largest sum of RSS not backed by files (on Linux: RSS less
+        mapped files and shared memory; pages of a memory-mapped input
+        count in RSS while mapped, and the system can drop them).
     samples : int
         Samples taken.
     pids : set of int
@@ -97,15 +106,16 @@ class TreeSampler:
         self.interval = float(interval)
         self.refresh = float(refresh)
         self.start_bytes = self.peak = self.last = 0
-        self.peak_processes = self.samples = 0
+        self.peak_processes = self.samples = self.peak_anon = 0
         self.pids = set()
         self._stop = threading.Event()
         self._thread = None
 
     def _sample(self, procs):
-        total, gone = _sum_rss(procs)
+        total, anon, gone = _sum_rss(procs)
         self.samples += 1
         self.last = total
+        self.peak_anon = max(self.peak_anon, anon)
         if total > self.peak:
             self.peak, self.peak_processes = total, len(procs)
         return gone

@@ -63,6 +63,7 @@ def test_sampler_sees_memory_allocated_in_a_subprocess(nested):
             time.sleep(0.5)  # several walks and samples while the memory is held
     assert h.allocating_pid in s.pids
     assert s.peak - s.start_bytes >= 0.8 * ALLOC_MIB * MIB, (s.start_bytes, s.peak)
+    assert s.peak_anon - s.start_bytes >= 0.7 * ALLOC_MIB * MIB  # NumPy's memory is anonymous
     assert s.peak_processes >= (3 if nested else 2)
     assert s.samples >= 5
     # the memory went with the process: the last sample is back near the start
@@ -87,3 +88,29 @@ def test_tree_rss_of_a_process_that_has_gone():
     p.wait()
     assert tree_rss(p.pid) == 0
     assert tree_rss() > 0
+
+
+MAP = """
+import mmap, sys
+f = open({path!r}, "rb")
+m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+total = sum(m[i] for i in range(0, len(m), 4096))  # every page touched
+print("ready", flush=True)
+sys.stdin.read()
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RssFile is Linux's")
+def test_mapped_file_pages_count_in_rss_not_in_anon(tmp_path):
+    path = tmp_path / "big.bin"
+    with open(path, "wb") as f:
+        f.truncate(ALLOC_MIB * MIB)
+    with TreeSampler(interval=0.02, refresh=0.1) as s:
+        p = subprocess.Popen([sys.executable, "-c", MAP.format(path=str(path))], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
+        assert p.stdout.readline().strip() == "ready"
+        time.sleep(0.3)
+        p.stdin.close()
+        p.wait(timeout=30)
+    assert s.peak - s.start_bytes >= 0.8 * ALLOC_MIB * MIB
+    assert s.peak_anon < s.start_bytes + 0.2 * ALLOC_MIB * MIB

@@ -50,6 +50,7 @@ def test_scale_bench_tiny(tmp_path):
         assert r["status"] == "ok", (name, meth, r.get("note"), r.get("tail"))
         assert r["m"] == 2**15 and r["agree"] is True
         assert 0 < r["baseline_bytes"] < r["peak_bytes"]
+        assert 0 < r["peak_anon_bytes"] < r["peak_bytes"]
         assert r["lifetime_peak_bytes"] > r["baseline_bytes"]  # sampled by the runner, from outside
         assert r["best"]["samples"] >= 1 and len(r["runs"]) == 1 and r["seconds"] > 0
         assert r["best"]["streamed"] == (meth == "engine-stream")

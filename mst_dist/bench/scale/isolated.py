@@ -162,7 +162,8 @@ def run_method(spec, events):
             with TreeSampler(interval=spec["interval"]) as s:
                 rec = _one_run(spec, client, arrays)
             after = _workers(client)
-            rec.update(warmup=warm, run=i, peak_bytes=s.peak, start_bytes=s.start_bytes, samples=s.samples,
+            rec.update(warmup=warm, run=i, peak_bytes=s.peak, peak_anon_bytes=s.peak_anon,
+                       start_bytes=s.start_bytes, samples=s.samples,
                        peak_processes=s.peak_processes, processes_seen=len(s.pids),
                        workers_restarted=len(set(before) - set(after)),
                        workers_pids_changed=sum(1 for a, w in before.items()

@@ -253,9 +253,9 @@ def format_scale_report(report):
                          + (f" (log: `{res['log']}`)" if res.get("log") else ""))
     lines += ["", "## Details (best run)", ""]
     lines.append("| graph | method | n | forest edges | components | total weight | passes: edges read → kept "
-                 "(s) | rounds | setup / solve / finish s | cluster start s | baseline GiB | workers restarted "
-                 "| load avg |")
-    lines.append("|---|---|---:|---:|---:|---:|---|---:|---|---:|---:|---:|---|")
+                 "(s) | rounds | setup / solve / finish s | cluster start s | baseline GiB | peak RSS not "
+                 "file-backed GiB | workers restarted | load avg |")
+    lines.append("|---|---|---:|---:|---:|---:|---|---:|---|---:|---:|---:|---:|---|")
     for g in report["graphs"]:
         for meth, res in g["methods"].items():
             b = res.get("best")
@@ -271,9 +271,14 @@ def format_scale_report(report):
                 " / ".join(_fmt_s(b[k]) for k in ("setup_seconds", "solve_seconds", "finish_seconds")),
                 _fmt_s(res.get("cluster_seconds")),
                 _fmt((res.get("baseline_bytes") or 0) / GIB),
+                _fmt((res.get("peak_anon_bytes") or 0) / GIB),
                 str(res.get("workers_restarted", 0)),
                 " → ".join("–" if not x else f"{x[0]:.1f}" for x in la),
             ]) + " |")
+    lines.append("")
+    lines.append("Peak RSS not file-backed: the tree's RSS less its pages of mapped files and shared memory "
+                 "(an input read through a memory map counts in RSS while its pages are mapped, and the system "
+                 "can drop them).")
     lines.append("")
     return "\n".join(lines)
 

@@ -252,6 +252,7 @@ def _method_result(status, evs, note, lifetime_peak, wall, log_path, pids):
         res["seconds"] = best["times"]["total"]
         res["best"] = best
         res["peak_bytes"] = max(r["peak_bytes"] for r in runs)
+        res["peak_anon_bytes"] = max(r["peak_anon_bytes"] for r in runs)
         res["workers_restarted"] = sum(r["workers_restarted"] + r["workers_pids_changed"] for r in runs)
         for key in ("m", "n_vertices", "total_weight", "forest_edges", "components", "edge_ids_crc32"):
             vals = [r[key] for r in res["warmup_runs"] + runs]
