@@ -41,8 +41,8 @@ logger = logging.getLogger("mst_dist")
 
 #: Edges sampled to set a streaming run's thresholds, from windows of rows spread over the graph.
 SAMPLE_EDGES = 1 << 18
-SAMPLE_WINDOWS = 16
-SAMPLE_WINDOW_EDGES = 1 << 16
+SAMPLE_WINDOWS = 4
+SAMPLE_WINDOW_EDGES = 1 << 18
 #: Worker bytes per edge of a pass's slice while it is solved: the compact chunk (24), the
 #: kept rows (up to 32), the single-task solve's copy; a slice takes at most a quarter of memory.
 STREAM_BYTES_PER_EDGE = 80
@@ -277,7 +277,9 @@ class Driver:
             return []
         width = max(1, min(SAMPLE_WINDOW_EDGES, m // SAMPLE_WINDOWS))
         out = {}
-        for pos in np.linspace(0, m - 1, min(m, SAMPLE_WINDOWS)).astype(np.int64):
+        # windows start at multiples of their width: a source read in blocks (a generator's
+        # 2**20 edges) then makes each window from one block
+        for pos in (np.linspace(0, m - 1, min(m, SAMPLE_WINDOWS)).astype(np.int64) // width) * width:
             i = next(j for j, r in enumerate(self.ranges) if r[3] <= pos < r[3] + r[2] - r[1])
             si, a, b, off = self.ranges[i]
             lo = a + int(pos - off)
