@@ -164,16 +164,17 @@ class Driver:
         elif kinds == {"cpu", "gpu"}:
             self.throughput = measured = measure_throughput(self.client, self.kinds, self.backend, self.token,
                                                             self.throughput_asked)
+        self.total_memory = sum((w.get("memory_limit") or 0) for w in workers.values()) or \
+            min_memory * self.n_workers
+        self.streaming = should_stream(self.stream_asked, self.g, self.total_memory)
         self.plan = plan_run(self.g.n_edges, kinds=self.kinds, threads=self.threads, min_memory=min_memory,
                              device_memory=device_memory, partitions=self.partitions_asked,
-                             local_finish=self.local_finish_asked, throughput=measured)
+                             local_finish=self.local_finish_asked, throughput=measured,
+                             streaming=self.streaming)
         self.ranges = self.g.chunk_ranges(self.plan.partitions)
         self.places = place(self.ranges, self.throughput)
         self.builder = RoundBuilder(self.client, self.token, n_vertices=self.g.n_vertices, backend=self.backend,
                                     split_every=self.split_every, places=self.places)
-        self.total_memory = sum((w.get("memory_limit") or 0) for w in workers.values()) or \
-            min_memory * self.n_workers
-        self.streaming = should_stream(self.stream_asked, self.g, self.total_memory)
         used = kinds if self.throughput is None else {self.kinds[w] for w in self.throughput}
         self.stats = RunStats(partitions=len(self.ranges), workers=self.n_workers, threads=self.threads,
                               backend=used.pop() if len(used) == 1 else "mixed")

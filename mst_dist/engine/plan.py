@@ -11,6 +11,9 @@ BYTES_PER_EDGE = 24
 #: Worker bytes per edge of a run that keeps its chunks resident: the raw rows, the
 #: working chunk, the light/heavy split and the round's copies (measured on R-MAT).
 RESIDENT_BYTES_PER_EDGE = 70
+#: Worker bytes per edge of a chunk in flight in a streaming pass: the raw rows as loaded,
+#: the working chunk, the kept slice and its rows, and their temporaries.
+PASS_BYTES_PER_EDGE = 120
 #: Edges per chunk above which a CPU cluster gets more chunks than worker threads.
 CPU_CHUNK_EDGES = 16_000_000
 #: Edges per chunk above which a GPU worker gets more than one chunk.
@@ -26,7 +29,7 @@ class Plan:
 
 
 def plan_run(n_edges, *, kinds, threads, min_memory, device_memory=None, partitions=None,
-             local_finish="auto", throughput=None) -> Plan:
+             local_finish="auto", throughput=None, streaming=False) -> Plan:
     """The :class:`Plan` of a run on workers of the given ``kinds`` (worker -> "cpu"/"gpu").
 
     ``partitions``: as asked, else one chunk per worker thread on CPU workers
@@ -34,6 +37,9 @@ def plan_run(n_edges, *, kinds, threads, min_memory, device_memory=None, partiti
     mixed cluster enough that the slowest worker (by ``throughput``) gets one.
     ``local_finish``: as asked, else on one worker everything that fits in a
     quarter of its memory, on more workers ``max(2M, m / (4 * workers))``.
+    ``streaming``: chunks are also small enough that every thread of the
+    smallest worker can hold one in flight (:data:`PASS_BYTES_PER_EDGE` an
+    edge) within a quarter of its memory.
     """
     m = int(n_edges)
     n_workers = len(kinds)
@@ -47,6 +53,10 @@ def plan_run(n_edges, *, kinds, threads, min_memory, device_memory=None, partiti
             lo = min(throughput.values())
             want = math.ceil(sum(throughput.values()) / lo) + n_workers
             partitions = max(partitions, min(want, 64 * n_workers))
+        if streaming:
+            per_worker = max(1, math.ceil(threads / max(1, n_workers)))
+            in_flight = max(1, min_memory // (4 * per_worker * PASS_BYTES_PER_EDGE))
+            partitions = max(partitions, math.ceil(m / in_flight))
     partitions = max(1, min(int(partitions), max(1, m)))
     fits = min_memory // (4 * BYTES_PER_EDGE)
     if "gpu" in kinds.values():

@@ -304,8 +304,8 @@ def test_memory_limited_worker_processes_stream(tmp_path, monkeypatch, capsys, c
     params = {k: v for k, v in LIMITED_GRAPH.items() if k != "kind"}
     graph = mst_dist.generate("rmat", **params)
     assert should_stream("auto", graph, 2 * LIMIT)  # the engine's own rule: too big to keep resident there
+    # partitions left to the engine: a streaming plan cuts chunks a 600 MiB worker can hold in flight
     run = {"graph": {"generate": LIMITED_GRAPH}, "stream": "always",
-           "partitions": 16,  # chunks small enough for a 600 MiB worker
            "output": {"path": "forest.parquet"},
            "cluster": {"kind": "local", "processes": True, "n_workers": 2, "threads_per_worker": 1,
                        "memory_limit": "600MiB", "dashboard_address": None}}
