@@ -1,3 +1,5 @@
+import logging
+
 import pytest
 
 #: Markers of tests that start worker processes, subprocesses or system services: slow too.
@@ -39,3 +41,17 @@ def pclient():
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                       dashboard_address=":0", memory_limit="4GiB") as cluster, Client(cluster) as c:
         yield c
+
+
+@pytest.fixture(autouse=True)
+def restore_logging():
+    """The command line configures logging (handlers, levels, propagation): every test gets it back."""
+    names = ("mst_dist", "distributed", "bokeh", "tornado")
+    saved = {n: (logging.getLogger(n).handlers[:], logging.getLogger(n).propagate,
+                 logging.getLogger(n).level) for n in names}
+    yield
+    for n, (handlers, propagate, level) in saved.items():
+        lg = logging.getLogger(n)
+        lg.handlers[:] = handlers
+        lg.propagate = propagate
+        lg.setLevel(level)

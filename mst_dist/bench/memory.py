@@ -85,8 +85,8 @@ class TreeSampler:
 
     Attributes
     ----------
-    start_bytes : int
-        The tree's RSS when :meth:`start` was called.
+    start_bytes, start_anon : int
+        The tree's RSS, and its part not backed by files, when :meth:`start` was called.
     peak : int
         The largest sum seen (``start_bytes`` and the last sample included).
     peak_processes : int
@@ -106,7 +106,7 @@ class TreeSampler:
         self.interval = float(interval)
         self.refresh = float(refresh)
         self.start_bytes = self.peak = self.last = 0
-        self.peak_processes = self.samples = self.peak_anon = 0
+        self.peak_processes = self.samples = self.peak_anon = self.start_anon = self.last_anon = 0
         self.pids = set()
         self._stop = threading.Event()
         self._thread = None
@@ -114,7 +114,7 @@ class TreeSampler:
     def _sample(self, procs):
         total, anon, gone = _sum_rss(procs)
         self.samples += 1
-        self.last = total
+        self.last, self.last_anon = total, anon
         self.peak_anon = max(self.peak_anon, anon)
         if total > self.peak:
             self.peak, self.peak_processes = total, len(procs)
@@ -131,7 +131,7 @@ class TreeSampler:
         self._stop.clear()
         procs = self._walk()
         self._sample(procs)
-        self.start_bytes = self.last
+        self.start_bytes, self.start_anon = self.last, self.last_anon
         self._thread = threading.Thread(target=self._loop, args=(procs,), name="mst-bench-rss",
                                         daemon=True)
         self._thread.start()
