@@ -28,6 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dask.sizeof import sizeof
+
 from mst_dist.engine.tasks import host_kernels, kernels_for, load
 from mst_dist.kernels.contract import take_to_host, to_host
 
@@ -40,6 +42,44 @@ class PassChunkStats:
     edges_in: int       #: raw rows
     edges_kept: int     #: edges of the slice that still join two components
     seconds: float
+
+
+class KeptRows:
+    """The rows ``(edge_id, src, dst, weight)`` of a pass's kept edges, ids ascending.
+
+    Vertex ids are held as int32 while they fit and given back in the
+    source's dtype: indexing (``rows[1]``) and iterating read like the
+    tuple ``(edge_id, src, dst, weight)`` the writers take.
+    """
+
+    def __init__(self, eid, src, dst, weight, n_vertices):
+        self.id_dtype = src.dtype
+        if n_vertices <= np.iinfo(np.int32).max:
+            src, dst = src.astype(np.int32), dst.astype(np.int32)
+        self.eid, self.src, self.dst, self.weight = eid, src, dst, weight
+
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, i):
+        return (self.eid, self.src.astype(self.id_dtype, copy=False),
+                self.dst.astype(self.id_dtype, copy=False), self.weight)[i]
+
+    def take(self, pos):
+        """The rows at positions ``pos``."""
+        out = KeptRows.__new__(KeptRows)
+        out.id_dtype = self.id_dtype
+        out.eid, out.src, out.dst, out.weight = (a[pos] for a in (self.eid, self.src, self.dst, self.weight))
+        return out
+
+    @property
+    def nbytes(self):
+        return int(sum(a.nbytes for a in (self.eid, self.src, self.dst, self.weight)))
+
+
+@sizeof.register(KeptRows)
+def _sizeof_rows(rows):  # the memory manager counts what they hold
+    return rows.nbytes
 
 
 def _raw(source, start, stop, offset, n_vertices, validate):
@@ -121,7 +161,8 @@ def pass_chunk(source, start, stop, offset, n_vertices, validate, vmap, lo, hi, 
     eid = to_host(ch.edges()[3])
     eid = np.sort(eid)
     loc = eid - offset
-    rows = (eid, *(take_to_host(a, loc) for a in raw[:3]))
+    src, dst, w = (take_to_host(a, loc) for a in raw[:3])
+    rows = KeptRows(eid, src, dst, w, n_vertices)
     st = PassChunkStats(bytes_read=_nbytes(raw), edges_in=int(raw[0].shape[0]), edges_kept=len(ch),
                         seconds=time.perf_counter() - t0)
     return ch, rows, st
@@ -151,17 +192,17 @@ def compose(vmap, *maps):
 
 def trim_rows(rows, chosen):
     """Only the rows of the edges the pass's solve chose (``chosen``: their ids, ascending)."""
-    eid = rows[0]
+    eid = rows.eid
     if not eid.shape[0]:
         return rows
     c = chosen[np.searchsorted(chosen, eid[0]):np.searchsorted(chosen, eid[-1], side="right")]
     pos = np.searchsorted(eid, c)
     pos = pos[eid[np.minimum(pos, eid.shape[0] - 1)] == c]
-    return tuple(a[pos] for a in rows)
+    return rows.take(pos)
 
 
 def forest_rows(edge_ids, *parts):
-    """``(src, dst, weight)`` of the forest (ascending ``edge_ids``) from the passes' kept rows."""
+    """``(src, dst, weight)`` of the forest (ascending ``edge_ids``) from the passes' :class:`KeptRows`."""
     eid = np.concatenate([p[0] for p in parts])
     order = np.argsort(eid, kind="stable")
     eid = eid[order]

@@ -14,6 +14,9 @@ RESIDENT_BYTES_PER_EDGE = 70
 #: Worker bytes per edge of a chunk in flight in a streaming pass: the raw rows as loaded,
 #: the working chunk, the kept slice and its rows, and their temporaries.
 PASS_BYTES_PER_EDGE = 120
+#: Most edges in one chunk of a streaming pass: what is in flight stays small (a task more
+#: per 4M edges costs milliseconds).
+STREAM_CHUNK_EDGES = 1 << 22
 #: Edges per chunk above which a CPU cluster gets more chunks than worker threads.
 CPU_CHUNK_EDGES = 16_000_000
 #: Edges per chunk above which a GPU worker gets more than one chunk.
@@ -39,7 +42,7 @@ def plan_run(n_edges, *, kinds, threads, min_memory, device_memory=None, partiti
     quarter of its memory, on more workers ``max(2M, m / (4 * workers))``.
     ``streaming``: chunks are also small enough that every thread of the
     smallest worker can hold one in flight (:data:`PASS_BYTES_PER_EDGE` an
-    edge) within a quarter of its memory.
+    edge) within a quarter of its memory, and at most :data:`STREAM_CHUNK_EDGES`.
     """
     m = int(n_edges)
     n_workers = len(kinds)
@@ -56,7 +59,7 @@ def plan_run(n_edges, *, kinds, threads, min_memory, device_memory=None, partiti
         if streaming:
             per_worker = max(1, math.ceil(threads / max(1, n_workers)))
             in_flight = max(1, min_memory // (4 * per_worker * PASS_BYTES_PER_EDGE))
-            partitions = max(partitions, math.ceil(m / in_flight))
+            partitions = max(partitions, math.ceil(m / min(in_flight, STREAM_CHUNK_EDGES)))
     partitions = max(1, min(int(partitions), max(1, m)))
     fits = min_memory // (4 * BYTES_PER_EDGE)
     if "gpu" in kinds.values():
