@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import json
 
+from mst_dist.bench.config import _integer, _text  # the comparison benchmark's checks
 from mst_dist.config import ConfigError
 
 __all__ = ["SCALE_METHODS", "STREAM_OF", "CLUSTER_KEYS", "SOURCES", "TARGET_CHECKS", "SCALE_SCHEMA",
@@ -74,18 +75,6 @@ TARGET_CHECKS = {
     "completes": "the run completes with no worker restarted",
     "same_edges_as": "same forest edge ids as every run of this other graph",
 }
-
-
-def _text(v, source, key, out):
-    return "" if v is None else str(v)
-
-
-def _integer(lo):
-    def check(v, source, key, out):
-        if not isinstance(v, int) or isinstance(v, bool) or v < lo:
-            raise ConfigError(f"{source}: '{key}' must be an integer >= {lo}, got {v!r}", key=key)
-        return v
-    return check
 
 
 def _positive(v, source, key, out):
