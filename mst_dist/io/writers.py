@@ -392,20 +392,30 @@ def _write_npz_graph(graph, tmp, chunks, opts):
 
 
 def _write_npy_dir(graph, tmpdir, chunks, opts):
+    """``src.npy``, ``dst.npy``, ``weight.npy``: a header, then each chunk appended as it comes.
+
+    Plain sequential writes, not a memory map: a map's dirty pages count in
+    the writing process's memory, and a Dask worker with a memory limit
+    pauses on them while writing a graph larger than memory.
+    """
     m = graph.n_edges
-    arrs = {k: np.lib.format.open_memmap(os.path.join(tmpdir, k + ".npy"), mode="w+", dtype=dt,
-                                         shape=(m,))
-            for k, dt in (("src", np.int64), ("dst", np.int64),
-                          ("weight", np.dtype(graph.weight_dtype)))}
-    at = 0
-    for s, d, w in chunks:
-        k = len(s)
-        arrs["src"][at:at + k] = s
-        arrs["dst"][at:at + k] = d
-        arrs["weight"][at:at + k] = w
-        at += k
-    for a in arrs.values():
-        a.flush()
+    columns = (("src", np.dtype(np.int64)), ("dst", np.dtype(np.int64)),
+               ("weight", np.dtype(graph.weight_dtype)))
+    files = {k: open(os.path.join(tmpdir, k + ".npy"), "wb") for k, _ in columns}
+    try:
+        for k, dt in columns:
+            np.lib.format.write_array_header_1_0(
+                files[k], {"descr": np.lib.format.dtype_to_descr(dt), "fortran_order": False, "shape": (m,)})
+        at = 0
+        for chunk in chunks:
+            for (k, dt), a in zip(columns, chunk):
+                np.ascontiguousarray(a, dtype=dt).tofile(files[k])
+            at += len(chunk[0])
+        if at != m:
+            raise RuntimeError(f"the graph gave {at} rows, not the {m} it announced")
+    finally:
+        for f in files.values():
+            f.close()
 
 
 def _write_parquet_graph(graph, tmp, chunks, opts):
