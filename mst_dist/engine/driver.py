@@ -234,7 +234,6 @@ class Driver:
                                          key=self.builder.key("pass-compose", k))
             n_live = self.client.submit(operator.getitem, st.vmap, 1,
                                         key=self.builder.key("pass-components", k)).result()
-            self.client.run(tasks.release_scratch)  # the solve's scratch is not the next pass's
             if hi is None:
                 break
             lo = hi

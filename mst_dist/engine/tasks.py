@@ -134,14 +134,6 @@ def _device_map(M, kern):
     return dev, nb
 
 
-def release_scratch():
-    """Run on workers between a streaming run's passes: the CPU kernels' scratch arena forgets its
-    buffers (those still in use stay valid), so a pass does not keep the last solve's memory."""
-    from mst_dist.kernels.cpu.arena import ARENA
-
-    ARENA.release()
-
-
 def forget_device_maps():
     """Run on GPU workers when a run ends: free the round maps kept on the device."""
     with _DEVICE_MAPS_LOCK:
