@@ -108,7 +108,7 @@ def ssca2(n: int, max_clique: int | None = None, inter: int = 1,
     """Build an SSCA#2-like clustered graph: random-sized cliques plus hierarchical inter-clique edges.
 
     After the SSCA#2 benchmark's generator (Bader and Madduri, GTgraph), as
-    used in seed 004: vertices ``0..n-1`` are cut into consecutive cliques of
+    used by Vineet et al. (HPG 2009): vertices ``0..n-1`` are cut into consecutive cliques of
     sizes uniform on ``1..max_clique`` (drawn in blocks of 4096 cliques, each
     block from its own stream; the last clique is cut to reach ``n``); every
     clique is complete.  Then each vertex gets ``inter`` edges to other

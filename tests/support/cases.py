@@ -43,7 +43,7 @@ def hand_cases():
 
 
 def family_cases():
-    """Seeded random graphs of the seed reports' families, small enough for the oracle."""
+    """Seeded random graphs of the published benchmark families, small enough for the oracle."""
     import mst_dist
 
     specs = [
