@@ -2,6 +2,8 @@ import logging
 
 import pytest
 
+from mst_dist import config as mst_config
+
 #: Markers of tests that start worker processes, subprocesses or system services: slow too.
 SLOW_KINDS = ("processes", "mpi", "slurm")
 
@@ -55,3 +57,16 @@ def restore_logging():
         lg.handlers[:] = handlers
         lg.propagate = propagate
         lg.setLevel(level)
+
+
+@pytest.fixture
+def environ(monkeypatch):
+    """Set ``DASK_*`` variables for one test: ``environ(NAME=value)``; dask.config re-read around it."""
+    def setenv(**variables):
+        for name, value in variables.items():
+            monkeypatch.setenv(name, value)
+        mst_config.refresh()
+
+    yield setenv
+    monkeypatch.undo()
+    mst_config.refresh()

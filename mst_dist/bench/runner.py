@@ -114,6 +114,16 @@ def _check_agreement(gres):
     return problems
 
 
+def select_graphs(graphs, only):
+    """The graphs named by ``--only`` (a comma-separated string or a list), in config order."""
+    wanted = [s.strip() for s in (only.split(",") if isinstance(only, str) else only) if s.strip()]
+    unknown = [s for s in wanted if s not in {g["name"] for g in graphs}]
+    if unknown:
+        raise ConfigError(f"--only: no graph named {', '.join(unknown)}; the config has "
+                          f"{', '.join(g['name'] for g in graphs)}", key="only")
+    return [g for g in graphs if g["name"] in wanted]
+
+
 def _with_overrides(cfg, repeat, only, methods):
     """The validated config with the command line's ``--repeat``, ``--only`` and ``--methods``."""
     if repeat is not None:
@@ -121,12 +131,7 @@ def _with_overrides(cfg, repeat, only, methods):
     if methods is not None:
         cfg = validate_config({**cfg, "methods": list(methods)})
     if only:
-        wanted = [s.strip() for s in (only.split(",") if isinstance(only, str) else only) if s.strip()]
-        unknown = [s for s in wanted if s not in {g["name"] for g in cfg["graphs"]}]
-        if unknown:
-            raise ConfigError(f"--only: no graph named {', '.join(unknown)}; the config has "
-                              f"{', '.join(g['name'] for g in cfg['graphs'])}", key="only")
-        cfg["graphs"] = [g for g in cfg["graphs"] if g["name"] in wanted]
+        cfg["graphs"] = select_graphs(cfg["graphs"], only)
     return cfg
 
 
@@ -189,6 +194,11 @@ def _run_methods(cfg, ctx, unavailable, results, log):
     return results
 
 
+def log_to_stderr(msg):
+    """The benchmarks' default progress log: one line on stderr."""
+    print(msg, file=sys.stderr, flush=True)
+
+
 def run_bench(config, out_dir, *, repeat=None, only=None, methods=None, log=None,
               strict=True) -> dict:
     """Run a benchmark config; write ``bench.json`` and ``bench.md`` in ``out_dir``.
@@ -217,9 +227,7 @@ def run_bench(config, out_dir, *, repeat=None, only=None, methods=None, log=None
         What ``bench.json`` holds, plus ``"markdown"``: the report's text.
     """
     cfg = _with_overrides(validate_config(config), repeat, only, methods)
-    if log is None:
-        def log(msg):
-            print(msg, file=sys.stderr, flush=True)
+    log = log or log_to_stderr
 
     os.makedirs(out_dir, exist_ok=True)
     gpu_methods = [m for m in cfg["methods"] if m in GPU_METHODS]

@@ -29,7 +29,7 @@ from mst_dist.engine import accounting, passes, tasks
 from mst_dist.engine.cluster_info import scheduler_workers
 from mst_dist.engine.keys import EVENT_TOPIC, new_token
 from mst_dist.engine.placement import measure_throughput, pin, place, placement_stats, worker_kinds
-from mst_dist.engine.plan import plan_run, should_stream
+from mst_dist.engine.plan import plan_run, should_stream, slice_budget
 from mst_dist.engine.rounds import RoundBuilder
 from mst_dist.graph import Graph
 from mst_dist.io import writers
@@ -43,21 +43,22 @@ logger = logging.getLogger("mst_dist")
 SAMPLE_EDGES = 1 << 18
 SAMPLE_WINDOWS = 4
 SAMPLE_WINDOW_EDGES = 1 << 18
-#: Worker bytes per edge of a pass's slice while it is solved: the compact chunk (24), the
-#: kept rows (up to 32), the single-task solve's copy; a slice takes at most a quarter of memory.
-STREAM_BYTES_PER_EDGE = 80
 
 
 @dataclass
 class _Sample:
-    """A streaming run's sample, sorted by ``(key, eid)``, and the graph's non-loop edges, estimated."""
+    """A streaming run's sample (original ids, keys, edge ids) and the graph's non-loop edges, estimated."""
 
     u: np.ndarray
     v: np.ndarray
     key: np.ndarray
     eid: np.ndarray
-    unsorted: tuple
     m_est: float
+
+    def ordered(self):
+        """``(key, eid)`` of the sample in the strict order."""
+        order = np.lexsort((self.eid, self.key))
+        return self.key[order], self.eid[order]
 
 
 @dataclass
@@ -78,7 +79,7 @@ class _RunState:
     light_maps: list = field(default_factory=list)
     split_seconds: float = 0.0      #: the light split, charged to the first light round
     t_solve: float | None = None    #: when the rounds began (end of setup)
-    vmap: object = None             #: streaming: future of (vertex -> component, count) after the passes so far
+    vmap: object = None             #: streaming: future of the vertex -> component array after the passes so far
     rows: dict = field(default_factory=dict)     #: streaming: chunk -> the chosen edges' rows, one per pass
 
     @property
@@ -218,7 +219,7 @@ class Driver:
         lo, n_live, k = None, g.n_vertices, 0
         while True:
             k += 1
-            hi = self._next_threshold(sample, self._vmap_array(st), lo, n_live, k)
+            hi = self._next_threshold(sample, st.vmap, lo, n_live, k)
             kept, rows = self._stream_pass(st, k, lo, hi)
             edges = self.stats.passes[-1].edges_kept
             sub = _RunState(raws=None, offsets=None, n_comp=n_live, edges_left=edges, chunks=kept,
@@ -230,22 +231,16 @@ class Driver:
             for i, r in enumerate(rows):
                 st.rows.setdefault(i, []).append(
                     self.client.submit(passes.trim_rows, r, chosen, key=self.builder.key("pass-trim", k, i)))
-            st.vmap = self.client.submit(passes.compose, self._vmap_array(st), *sub.maps,
-                                         key=self.builder.key("pass-compose", k))
-            n_live = self.client.submit(operator.getitem, st.vmap, 1,
+            composed = self.client.submit(passes.compose, st.vmap, *sub.maps,
+                                          key=self.builder.key("pass-compose", k))
+            st.vmap = self.client.submit(operator.getitem, composed, 0, key=self.builder.key("pass-vmap", k))
+            n_live = self.client.submit(operator.getitem, composed, 1,
                                         key=self.builder.key("pass-components", k)).result()
             if hi is None:
                 break
             lo = hi
-        st.vmap = self._vmap_array(st)
         st.n_comp = 0
         return st
-
-    def _vmap_array(self, st):
-        """Future of the vertex -> component array of the passes so far (``None`` before the first)."""
-        if st.vmap is None:
-            return None
-        return self.client.submit(operator.getitem, st.vmap, 0, key=f"{st.vmap.key}-array")
 
     def _stream_sample(self, st):
         """Sample some chunks: ``(u, v, key, eid)`` of the sample and the graph's non-loop edges, estimated."""
@@ -268,8 +263,7 @@ class Driver:
         self.stats.passes.append(PassStats("sample", len(futs), raw, sum(p[6] for p in parts), 0,
                                            time.perf_counter() - t0))
         m_est = nonloop * self.g.n_edges / raw if raw else 0
-        order = np.lexsort((eid, key))
-        return _Sample(u=u, v=v, key=key[order], eid=eid[order], unsorted=(u, v, key, eid), m_est=m_est)
+        return _Sample(u=u, v=v, key=key, eid=eid, m_est=m_est)
 
     def _sample_windows(self):
         """``[(chunk, (lo, hi)), ...]``: up to :data:`SAMPLE_WINDOWS` windows of rows spread over the graph."""
@@ -294,7 +288,7 @@ class Driver:
         the budget); each later one as much as the budget allows, estimated
         by relabelling the sample with the components found so far.
         """
-        budget = max(1, self.total_memory // (4 * STREAM_BYTES_PER_EDGE))
+        budget = slice_budget(self.total_memory)
         n = sample.key.shape[0]
         if not n or not sample.m_est:
             return None
@@ -304,8 +298,11 @@ class Driver:
             if self.light_factor > 0 and sample.m_est > self.min_degree * n_live:
                 want = min(budget, self.light_factor * n_live)
             q = int(want / scale)
-            return None if q >= n else (int(sample.key[q]), int(sample.eid[q]))
-        u, v, key, eid = sample.unsorted
+            if q >= n:
+                return None
+            key, eid = sample.ordered()
+            return int(key[q]), int(eid[q])
+        u, v, key, eid = sample.u, sample.v, sample.key, sample.eid
         k, e = self.client.submit(passes.survivors, vmap, u, v, key, eid, lo,
                                   key=self.builder.key("pass-estimate", k)).result()
         q = int(budget / scale)
@@ -317,7 +314,7 @@ class Driver:
     def _stream_pass(self, st, k, lo, hi):
         """Stream every chunk once; keep the slice ``lo < (key, eid) <= hi`` that joins two components."""
         c = self.client
-        vm = self._vmap_array(st)
+        vm = st.vmap
         validate = not self.g.validated
         outs = [c.submit(passes.pass_chunk, *self._input(i), self.g.n_vertices, validate, vm, lo, hi, self.backend,
                          key=self.builder.key("pass", k, i), **pin(self.places[i]))

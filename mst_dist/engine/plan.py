@@ -17,6 +17,9 @@ PASS_BYTES_PER_EDGE = 120
 #: Most edges in one chunk of a streaming pass: what is in flight stays small (a task more
 #: per 4M edges costs milliseconds).
 STREAM_CHUNK_EDGES = 1 << 22
+#: Worker bytes per edge of a streaming pass's slice while it is solved: the compact chunk (24),
+#: the kept rows (24), the single-task solve's copy and scratch.
+SLICE_BYTES_PER_EDGE = 80
 #: Edges per chunk above which a CPU cluster gets more chunks than worker threads.
 CPU_CHUNK_EDGES = 16_000_000
 #: Edges per chunk above which a GPU worker gets more than one chunk.
@@ -84,3 +87,8 @@ def should_stream(mode, graph, total_memory) -> bool:
     if mode in ("never", False):
         return False
     return graph.n_edges * RESIDENT_BYTES_PER_EDGE > total_memory // 2
+
+
+def slice_budget(total_memory) -> int:
+    """Most edges one slice of a streaming run may keep: a quarter of the workers' memory."""
+    return max(1, int(total_memory) // (4 * SLICE_BYTES_PER_EDGE))

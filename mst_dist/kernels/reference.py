@@ -245,7 +245,6 @@ class ReferenceKernels:
         reference runs no light-edge pass and cuts no parallel edges, which
         the result does not depend on.
         """
-        xp = self.xp
         chunk = self.adopt(chunk)
         rounds = []
         if relabel is not None:

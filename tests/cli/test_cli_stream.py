@@ -10,7 +10,6 @@ import pytest
 import yaml
 
 import mst_dist
-from mst_dist import config
 from mst_dist.cli import commands as cli
 from mst_dist.cli.report import run_report
 from mst_dist.cli.summary import print_summary
@@ -23,19 +22,6 @@ PASS_KEYS = {"name", "chunks", "edges_read", "bytes_read", "edges_kept", "second
 
 def cfg_of(*argv):
     return cli.run_config_from_args(cli.build_parser().parse_args(["run", *argv]))
-
-
-@pytest.fixture
-def environ(monkeypatch):
-    """Set ``DASK_*`` variables for one test: ``environ(NAME=value)``; dask.config re-read around it."""
-    def setenv(**variables):
-        for name, value in variables.items():
-            monkeypatch.setenv(name, value)
-        config.refresh()
-
-    yield setenv
-    monkeypatch.undo()
-    config.refresh()
 
 
 def main_error(argv, capsys):

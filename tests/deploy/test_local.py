@@ -4,7 +4,6 @@ import os
 
 import pytest
 
-from mst_dist import config
 from mst_dist.config import ConfigError
 from mst_dist.deploy import memory_limit_value, open_cluster
 from mst_dist.deploy._core import MIN_MEMORY_LIMIT
@@ -16,18 +15,6 @@ GiB = 2**30
 
 def limits(client):
     return sorted(w["memory_limit"] for w in client.scheduler_info()["workers"].values())
-
-
-@pytest.fixture
-def environ(monkeypatch):
-    def setenv(**variables):
-        for name, value in variables.items():
-            monkeypatch.setenv(name, value)
-        config.refresh()
-
-    yield setenv
-    monkeypatch.undo()
-    config.refresh()
 
 
 @pytest.mark.parametrize("value, expect", [

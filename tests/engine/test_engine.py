@@ -153,20 +153,15 @@ def test_unknown_backend():
         mst_dist.minimum_spanning_forest(g, backend="fast")
 
 
-def test_stream_forced_from_the_environment(client, monkeypatch):
+def test_stream_forced_from_the_environment(client, environ, monkeypatch):
     """DASK_MST__STREAM=always streams any graph; the slices are real (several passes, few edges each)."""
-    import dask.config
-
     g = mst_dist.generate("erdos_renyi", n=3000, m=30000, seed=7)
     s, d, w = g.to_arrays()
     exp, comps = kruskal(g.n_vertices, s, d, w)
-    monkeypatch.setenv("DASK_MST__STREAM", "always")
-    dask.config.refresh()
-    try:
-        res = mst_dist.minimum_spanning_forest(g, client)
-    finally:
-        monkeypatch.delenv("DASK_MST__STREAM")
-        dask.config.refresh()
+    environ(DASK_MST__STREAM="always")
+    res = mst_dist.minimum_spanning_forest(g, client)
+    monkeypatch.undo()
+    mst_dist.config.refresh()
     np.testing.assert_array_equal(res.edge_ids, exp)
     assert res.n_components == comps and res.stats.streamed
     names = [p.name for p in res.stats.passes]

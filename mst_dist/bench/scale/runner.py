@@ -38,7 +38,7 @@ import time
 import psutil  # a dependency of distributed
 
 from mst_dist.bench.memory import TreeSampler
-from mst_dist.bench.runner import BenchMismatch
+from mst_dist.bench.runner import BenchMismatch, log_to_stderr, select_graphs
 from mst_dist.bench.scale.config import (
     STREAM_OF, generator_spec, graph_spec_key, source_of, validate_scale_config,
 )
@@ -66,12 +66,7 @@ def _with_overrides(cfg, repeat, only, methods):
     if repeat is not None:
         cfg["repeat"] = max(1, int(repeat))
     if only:
-        wanted = [s.strip() for s in (only.split(",") if isinstance(only, str) else only) if s.strip()]
-        unknown = [s for s in wanted if s not in {g["name"] for g in cfg["graphs"]}]
-        if unknown:
-            raise ConfigError(f"--only: no graph named {', '.join(unknown)}; the config has "
-                              f"{', '.join(g['name'] for g in cfg['graphs'])}", key="only")
-        cfg["graphs"] = [g for g in cfg["graphs"] if g["name"] in wanted]
+        cfg["graphs"] = select_graphs(cfg["graphs"], only)
     if methods is not None:
         bad = [m for m in methods if m not in STREAM_OF]
         if bad:
@@ -392,9 +387,7 @@ def run_scale(config, out_dir, *, repeat=None, only=None, methods=None, log=None
         What ``bench.json`` holds, plus ``"markdown"``: the report's text.
     """
     cfg = _with_overrides(validate_scale_config(config), repeat, only, methods)
-    if log is None:
-        def log(msg):
-            print(msg, file=sys.stderr, flush=True)
+    log = log or log_to_stderr
 
     os.makedirs(out_dir, exist_ok=True)
     runs_dir = os.path.join(out_dir, "runs")
