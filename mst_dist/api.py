@@ -4,7 +4,7 @@ from __future__ import annotations
 import logging
 
 from mst_dist.config import BACKENDS, STREAM_MODES
-from mst_dist.graph import Graph
+from mst_dist.graph import as_graph
 from mst_dist.result import MSFResult
 
 logger = logging.getLogger("mst_dist")
@@ -18,10 +18,24 @@ def _conf(name, value, default):
     return config.get(name, value, default)
 
 
+def _partitions(value):
+    """``partitions`` checked: a positive integer, or ``None``/``"auto"`` (chosen by the plan)."""
+    if value is None or value == "auto":
+        return value
+    try:
+        ok = not isinstance(value, bool) and int(value) == value and int(value) >= 1
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise ValueError(f"partitions must be a positive integer (the number of edge chunks) or "
+                         f"None for automatic, got {value!r}")
+    return int(value)
+
+
 def minimum_spanning_forest(graph, client=None, *, partitions=None, backend="auto",
                             local_finish=None, split_every=None, light_factor=None,
                             min_degree=None, progress=None, throughput=None, stream=None, output=None,
-                            labels_output=None) -> MSFResult:
+                            labels_output=None, checkpoint=None, resume=True) -> MSFResult:
     """Minimum spanning forest by distributed Borůvka.
 
     The forest is the unique one under the strict order ``(weight, edge id)``
@@ -31,8 +45,12 @@ def minimum_spanning_forest(graph, client=None, *, partitions=None, backend="aut
 
     Parameters
     ----------
-    graph : Graph
-        From :meth:`Graph.from_arrays`, :func:`mst_dist.generate` or a reader.
+    graph : Graph, networkx graph or SciPy sparse matrix
+        From :meth:`Graph.from_arrays`, :func:`mst_dist.generate` or a reader;
+        a networkx graph, a SciPy sparse adjacency array or matrix, or a
+        pandas DataFrame of edges is converted first (see
+        :func:`mst_dist.graph.as_graph`; a networkx graph's node labels are
+        kept in the result's ``nodes``).
     client : distributed.Client, optional
         The cluster to run on, local or remote; left as it was.  Without one,
         an embedded in-process ``LocalCluster`` is started and shut down after.
@@ -87,6 +105,22 @@ def minimum_spanning_forest(graph, client=None, *, partitions=None, backend="aut
     labels_output : str or os.PathLike, optional
         Likewise for the component labels (columns ``vertex, component``);
         the result's ``labels`` are then ``None``.
+    checkpoint : str or os.PathLike, optional
+        A directory (created if missing) where the run saves, after each
+        finished round (resident) or pass (streaming), what it needs to go on:
+        the component of every vertex so far, the forest edge ids so far,
+        for a streaming run the pass reached and the forest's rows (see
+        :mod:`mst_dist.engine.checkpoint`).  Each save is atomic.  A run
+        given a directory holding the state of the same graph and options
+        goes on from there, and returns the same edge ids as a run never
+        interrupted.  The state is removed when the run ends.  The workers
+        write the arrays: the directory must be on storage the workers and the
+        client share.
+    resume : bool
+        With ``checkpoint``: go on from the state saved there (default); a
+        state of another graph or other options is then a
+        :class:`~mst_dist.engine.checkpoint.CheckpointMismatchError` (a
+        ``ValueError``).  ``False``: discard it and start over.
 
     Returns
     -------
@@ -96,6 +130,12 @@ def minimum_spanning_forest(graph, client=None, *, partitions=None, backend="aut
     ------
     ValueError
         Bad input (naming the edge), or an unknown backend.
+    ClusterStalledError
+        No worker could make progress for ``mst.stall-timeout`` seconds
+        (none left, or all paused by their memory manager), or a task killed
+        more workers than ``distributed.scheduler.allowed-failures``: the
+        message names the cause and what to change (memory limit, partitions,
+        streaming).
 
     Examples
     --------
@@ -106,16 +146,14 @@ def minimum_spanning_forest(graph, client=None, *, partitions=None, backend="aut
     """
     from mst_dist.engine.driver import Driver
 
-    if not isinstance(graph, Graph):
-        raise TypeError(f"graph must be a mst_dist.Graph, got {type(graph).__name__}; "
-                        "use Graph.from_arrays(src, dst, weight)")
+    graph = as_graph(graph)
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
     mode = _conf("stream", stream, "auto")
     if mode not in STREAM_MODES:
         raise ValueError(f"unknown stream mode {mode!r}; choose one of {', '.join(STREAM_MODES)}")
     opts = dict(
-        partitions=_conf("partitions", partitions, None),
+        partitions=_partitions(_conf("partitions", partitions, None)),
         local_finish=_conf("local-finish", local_finish, "auto"),
         split_every=_conf("split-every", split_every, 8),
         light_factor=_conf("filter.light-factor", light_factor, 1.5),
@@ -126,6 +164,8 @@ def minimum_spanning_forest(graph, client=None, *, partitions=None, backend="aut
         output=output,
         labels_output=labels_output,
         throughput=throughput,
+        checkpoint=checkpoint,
+        resume=bool(resume),
     )
     if client is not None:
         return _run_resilient(Driver, graph, client, opts)
@@ -145,15 +185,13 @@ def _run_resilient(Driver, graph, client, opts, retries=None):
     """
     from distributed.client import FutureCancelledError
 
-    try:
-        from distributed.scheduler import KilledWorker
-    except ImportError:  # pragma: no cover
-        KilledWorker = RuntimeError
     retries = _conf("retries", retries, 2)
     for attempt in range(retries + 1):
         try:
-            return Driver(graph, client, **opts).run()
-        except (FutureCancelledError, KilledWorker) as e:
+            result = Driver(graph, client, **opts).run()
+            result.nodes = graph.meta.get("nodes")
+            return result
+        except FutureCancelledError as e:  # a stalled cluster (ClusterStalledError) is not retried
             if attempt == retries:
                 raise
             logger.warning("lost data with a worker (%s); starting the run again (%d/%d)",

@@ -8,13 +8,14 @@ generators are another (each worker generates its own rows).
 """
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 import numpy as np
 
 __all__ = ["Graph", "InvalidGraphError", "ArraySource", "FunctionSource", "check_edges",
-           "CONVERTERS"]
+           "CONVERTERS", "as_graph"]
 
 
 class InvalidGraphError(ValueError):
@@ -153,6 +154,33 @@ def _converter(name):
                           f"(import mst_dist does)") from None
 
 
+def as_graph(obj):
+    """The :class:`Graph` for what a caller passed as one: a ``Graph``, or a graph object to convert.
+
+    A networkx graph goes through :meth:`Graph.from_networkx` (its node labels
+    kept in ``meta["nodes"]``), a SciPy sparse array or matrix through
+    :meth:`Graph.from_scipy`, a pandas DataFrame through
+    :meth:`Graph.from_pandas`, all with their defaults.  Those libraries are
+    looked up among the modules already imported (an object of theirs cannot
+    exist otherwise), so this imports none of them.  Anything else is a
+    ``TypeError`` saying what is accepted.
+    """
+    if isinstance(obj, Graph):
+        return obj
+    nx = sys.modules.get("networkx")
+    if nx is not None and isinstance(obj, nx.Graph):
+        return _converter("networkx")(obj)
+    sparse = sys.modules.get("scipy.sparse")
+    if sparse is not None and sparse.issparse(obj):
+        return _converter("scipy")(obj)
+    pd = sys.modules.get("pandas")
+    if pd is not None and isinstance(obj, pd.DataFrame):
+        return _converter("pandas")(obj)
+    raise TypeError(f"graph must be a mst_dist.Graph, a networkx graph, a SciPy sparse adjacency "
+                    f"matrix or a pandas DataFrame of edges, got {type(obj).__name__}; for edge "
+                    f"arrays use Graph.from_arrays(src, dst, weight)")
+
+
 @dataclass
 class Graph:
     """An undirected weighted multigraph given as edge sources.
@@ -253,14 +281,14 @@ class Graph:
                    weight_dtype=np.dtype(weight.dtype), validated=True, name=name)
 
     @classmethod
-    def from_networkx(cls, G, weight="weight", default=1, **kw):
+    def from_networkx(cls, G, weight="weight", default=1, *, nodelist=None, name=None):
         """A graph from a networkx graph; see :func:`mst_dist.io.interop.from_networkx`."""
-        return _converter("networkx")(G, weight, default, **kw)
+        return _converter("networkx")(G, weight, default, nodelist=nodelist, name=name)
 
     @classmethod
-    def from_scipy(cls, A, **kw):
+    def from_scipy(cls, A, *, keep_zeros=False, symmetric="auto", name=None):
         """A graph from a SciPy sparse matrix; see :func:`mst_dist.io.interop.from_scipy`."""
-        return _converter("scipy")(A, **kw)
+        return _converter("scipy")(A, keep_zeros=keep_zeros, symmetric=symmetric, name=name)
 
     @classmethod
     def from_pandas(cls, df, *args, **kw):

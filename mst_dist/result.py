@@ -86,6 +86,7 @@ class RunStats:
     placement: dict = field(default_factory=dict)  # mixed clusters: worker -> kind, throughput, chunks, edges
     streamed: bool = False          # edges streamed from their source in passes (never all resident)
     passes: list = field(default_factory=list)     # streaming: one PassStats per pass
+    resumed_from: int | None = None  # resumed from a checkpoint: rounds done before (None: not resumed)
 
     @property
     def n_rounds(self):
@@ -168,6 +169,10 @@ class MSFResult:
         ``None``: read them with :func:`mst_dist.read_forest`.
     forest_edges : int
         Number of forest edges (also when they are on disk only).
+    nodes : list or None
+        The input graph's vertex labels (its ``meta["nodes"]``, kept by a
+        networkx conversion whose nodes are not ``0 .. n-1``): vertex ``i``
+        is ``nodes[i]``.  :meth:`to_networkx` names the vertices by them.
     """
 
     edge_ids: np.ndarray
@@ -183,6 +188,7 @@ class MSFResult:
     output: str | None = None
     labels_output: str | None = None
     forest_edges: int | None = None
+    nodes: list | None = None
 
     @property
     def n_forest_edges(self):
@@ -202,13 +208,17 @@ class MSFResult:
             "seconds": self.stats.total_seconds,
         }
 
-    def to_networkx(self, **kw):
-        """The forest as a ``networkx.Graph``; see :func:`mst_dist.io.interop.to_networkx`."""
-        return _exporter("networkx")(self, **kw)
+    def to_networkx(self, *, nodes=None):
+        """The forest as a ``networkx.Graph``; see :func:`mst_dist.io.interop.to_networkx`.
 
-    def to_scipy(self, **kw):
+        ``nodes``: the vertex labels (default: :attr:`nodes`, the input
+        graph's own labels, else ``0 .. n-1``).
+        """
+        return _exporter("networkx")(self, nodes=nodes)
+
+    def to_scipy(self, *, symmetric=False, format="csr"):
         """The forest as a SciPy sparse array; see :func:`mst_dist.io.interop.to_scipy`."""
-        return _exporter("scipy")(self, **kw)
+        return _exporter("scipy")(self, symmetric=symmetric, format=format)
 
     def to_pandas(self):
         """The forest as a pandas DataFrame; see :func:`mst_dist.io.interop.to_pandas`."""

@@ -51,8 +51,9 @@ def from_networkx(G, weight="weight", default=1, *, nodelist=None, name=None):
 
     Edge ids follow ``G.edges(...)`` order (insertion order; parallel edges of
     a multigraph by key).  When the nodes are not exactly ``0 .. n-1`` in
-    order, they are renumbered and ``graph.meta["nodes"]`` holds the labels
-    (pass it to :func:`to_networkx` as ``nodes=`` to map back).
+    order, they are renumbered and ``graph.meta["nodes"]`` holds the labels;
+    a result computed from the graph keeps them (``result.nodes``), so
+    ``result.to_networkx()`` names the vertices by them.
 
     Examples
     --------
@@ -62,7 +63,7 @@ def from_networkx(G, weight="weight", default=1, *, nodelist=None, name=None):
     >>> g.n_vertices, g.n_edges, g.meta["nodes"]
     (3, 3, ['a', 'b', 'c'])
     >>> res = mst_dist.minimum_spanning_forest(g)
-    >>> sorted(res.to_networkx(nodes=g.meta["nodes"]).edges(data="weight"))
+    >>> sorted(res.to_networkx().edges(data="weight"))
     [('a', 'c', 2), ('b', 'c', 1)]
     """
     optional_import("networkx")
@@ -107,19 +108,42 @@ def from_networkx(G, weight="weight", default=1, *, nodelist=None, name=None):
 def to_networkx(result, *, nodes=None):
     """The forest as a ``networkx.Graph``: every vertex, the forest's edges.
 
-    Edges carry ``weight`` and ``edge_id`` attributes.  ``nodes`` (e.g. a
-    graph's ``meta["nodes"]``) maps vertex ``i`` to ``nodes[i]``.
+    Parameters
+    ----------
+    result : MSFResult
+        A result holding its forest (not one written to ``output=``).
+    nodes : sequence, optional
+        Vertex ``i`` is ``nodes[i]``.  Default: the input graph's own labels
+        (``result.nodes``, the ``meta["nodes"]`` of a graph converted from
+        networkx), else the vertex ids ``0 .. n-1``.
+
+    Edges carry ``weight`` and ``edge_id`` (the input position) attributes.
+
+    Examples
+    --------
+    >>> import networkx as nx, mst_dist
+    >>> G = nx.Graph([("a", "b", {"weight": 3}), ("b", "c", {"weight": 1}), ("a", "c", {"weight": 2})])
+    >>> res = mst_dist.minimum_spanning_forest(G)
+    >>> sorted(res.to_networkx().edges(data="weight"))
+    [('a', 'c', 2), ('b', 'c', 1)]
     """
     nx = optional_import("networkx")
-    T = nx.Graph()
+    if result.edge_ids is None:
+        raise ValueError(f"the forest was written to {result.output!r}, not kept in the result: "
+                         f"read it with mst_dist.read_forest({result.output!r})")
     n = int(result.n_vertices)
+    if nodes is None:
+        nodes = getattr(result, "nodes", None)
     if nodes is not None and len(nodes) != n:
         raise ValueError(f"nodes has {len(nodes)} labels for {n} vertices")
-    name = (lambda i: i) if nodes is None else nodes.__getitem__
+    T = nx.Graph()
     T.add_nodes_from(range(n) if nodes is None else nodes)
-    for e, u, v, w in zip(np.asarray(result.edge_ids).tolist(), np.asarray(result.src).tolist(),
-                          np.asarray(result.dst).tolist(), np.asarray(result.weight).tolist()):
-        T.add_edge(name(u), name(v), weight=w, edge_id=e)
+    edges = zip(np.asarray(result.src).tolist(), np.asarray(result.dst).tolist(),
+                np.asarray(result.weight).tolist(), np.asarray(result.edge_ids).tolist())
+    if nodes is None:
+        T.add_edges_from((u, v, {"weight": w, "edge_id": e}) for u, v, w, e in edges)
+    else:
+        T.add_edges_from((nodes[u], nodes[v], {"weight": w, "edge_id": e}) for u, v, w, e in edges)
     return T
 
 

@@ -178,3 +178,55 @@ def test_dask_dataframe_errors(client):
     df = pd.DataFrame({"src": [0.5], "dst": [1]})
     with pytest.raises(InvalidGraphError, match="vertex ids must be integers"):
         Graph.from_dask_dataframe(dd.from_pandas(df, npartitions=1))
+
+
+# --------------------------------------------------------------------------
+# Graph objects passed to minimum_spanning_forest directly; labels kept
+# --------------------------------------------------------------------------
+
+def test_networkx_graph_round_trips_with_its_labels(client):
+    G = nx.Graph()
+    G.add_weighted_edges_from([("a", "b", 3), ("b", "c", 1), ("a", "c", 2), ("d", "e", 5)])
+    G.add_node("lonely")
+    res = mst_dist.minimum_spanning_forest(G, client)
+    assert res.nodes == ["a", "b", "c", "d", "e", "lonely"]
+    T = res.to_networkx()
+    assert set(T) == set(G)
+    assert sorted(T.edges(data="weight")) == [("a", "c", 2), ("b", "c", 1), ("d", "e", 5)]
+    assert nx.utils.edges_equal(T.edges, nx.minimum_spanning_tree(G).edges)
+    # an explicit labelling still wins
+    T2 = res.to_networkx(nodes=list(range(10, 16)))
+    assert sorted(T2.edges) == [(10, 12), (11, 12), (13, 14)]
+    # a graph whose nodes are already 0 .. n-1 keeps plain ids
+    assert mst_dist.minimum_spanning_forest(nx.path_graph(3), client).nodes is None
+
+
+def test_scipy_matrix_passed_directly(client):
+    A = sp.csr_array(np.array([[0, 4, 1], [4, 0, 2], [1, 2, 0]]))
+    res = mst_dist.minimum_spanning_forest(A, client)
+    assert res.total_weight == 3 and res.n_components == 1
+    assert sorted(zip(res.src.tolist(), res.dst.tolist())) == [(0, 2), (1, 2)]
+    res = mst_dist.minimum_spanning_forest(sp.csr_matrix(A), client)   # the matrix classes too
+    assert res.total_weight == 3
+
+
+def test_to_networkx_and_to_scipy_show_their_parameters():
+    import inspect
+
+    assert list(inspect.signature(mst_dist.MSFResult.to_networkx).parameters) == ["self", "nodes"]
+    assert list(inspect.signature(mst_dist.MSFResult.to_scipy).parameters) == \
+        ["self", "symmetric", "format"]
+    assert "nodelist" in inspect.signature(Graph.from_networkx).parameters
+    assert "keep_zeros" in inspect.signature(Graph.from_scipy).parameters
+
+
+@pytest.mark.parametrize("partitions", [0, -2, 1.5, True, "many"])
+def test_partitions_must_be_positive(partitions):
+    g = Graph.from_arrays([0], [1], [1])
+    with pytest.raises(ValueError, match="partitions must be a positive integer"):
+        mst_dist.minimum_spanning_forest(g, partitions=partitions)
+
+
+def test_not_a_graph_names_what_is_accepted():
+    with pytest.raises(TypeError, match="networkx graph, a SciPy sparse"):
+        mst_dist.minimum_spanning_forest([(0, 1, 2)])
