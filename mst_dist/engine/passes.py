@@ -13,8 +13,8 @@ vertex's component after the last pass is its component in the graph.
   thresholds between passes are read off it);
 - :func:`survivors` -- which sampled edges of a slice still join two
   components (how big the next slice may be);
-- :func:`pass_chunk` -- one chunk of one pass: load, prepare, keep the slice,
-  relabel, drop self-loops; with the kept edges' rows for the output;
+- :func:`pass_chunk` -- one chunk of one pass: load, keep the slice, relabel,
+  drop self-loops (one fused kernel: ``slice_edges``); with the kept edges' rows for the output;
 - :func:`compose` -- the vertex -> component map after a pass's solve;
 - :func:`trim_rows`, :func:`forest_rows`, :func:`vertex_labels` -- the end.
 
@@ -149,15 +149,7 @@ def pass_chunk(source, start, stop, offset, n_vertices, validate, vmap, lo, hi, 
     """
     t0 = time.perf_counter()
     raw = _raw(source, start, stop, offset, n_vertices, validate)
-    kern = kernels_for(backend)
-    ch = kern.prepare(raw, offset, n_vertices)
-    if hi is not None:
-        ch, _ = kern.split_light(ch, None, hi[0], hi[1])
-    if lo is not None:
-        _, ch = kern.split_light(ch, None, lo[0], lo[1])
-    if vmap is not None:
-        M, _ = kern.to_device(vmap)
-        ch = kern.filter_edges(ch, M)
+    ch = kernels_for(backend).slice_edges(raw, offset, n_vertices, vmap, lo, hi)
     eid = to_host(ch.edges()[3])
     eid = np.sort(eid)
     loc = eid - offset

@@ -50,8 +50,10 @@ __all__ = [
     "Chunk",
     "SolveRound",
     "Solution",
+    "RoundTrace",
     "LOW32",
     "packing_for",
+    "slice_by_phases",
     "to_host",
     "take_to_host",
     "xp_of",
@@ -63,7 +65,7 @@ BACKENDS = ("reference", "cpu", "gpu")
 #: The functions every backend exposes (see :class:`Backend` for each one's contract).
 PHASE_FUNCTIONS = (
     "adopt", "prepare", "prepare_many", "concat", "map", "merge", "contract", "filter_nodes",
-    "filter_edges", "split_light", "sample", "solve_local", "compose_maps", "labels", "forest_ids",
+    "filter_edges", "split_light", "slice_edges", "sample", "solve_local", "compose_maps", "labels", "forest_ids",
     "to_device", "synchronize",
 )
 
@@ -251,6 +253,27 @@ class SolveRound:
     filter_pass: bool = False
 
 
+class RoundTrace(list):
+    """The :class:`SolveRound` records of a single-task solve, as the solve appends them.
+
+    ``on_round(record)``, when given, hears of each record the moment it is
+    appended (a caller's live progress); the records themselves are the
+    same either way.  It pickles as a plain list.
+    """
+
+    def __init__(self, on_round=None):
+        super().__init__()
+        self.on_round = on_round
+
+    def append(self, record):
+        super().append(record)
+        if self.on_round is not None:
+            self.on_round(record)
+
+    def __reduce__(self):
+        return list, (list(self),)
+
+
 @dataclass(eq=False)
 class Solution:
     """What the single-task solve found.
@@ -341,12 +364,18 @@ class Backend(Protocol):
         """A pending relabel by ``M`` (or None), then the light edges ``(key, eid) <= (tk, te)``
         apart from the heavy ones (role: filter-edges of a light-edge pass): ``(light, heavy)``."""
 
+    def slice_edges(self, raw, offset: int, n_vertices: int, vmap=None, lo=None, hi=None) -> Chunk:
+        """One pass over a raw chunk: its edges in the slice ``lo < (key, eid) <= hi`` of the
+        strict order, relabelled by the vertex map ``vmap`` (``None``: the identity), self-loops
+        dropped (role: filter-edges of a streaming pass).  A threshold is ``(key, eid)`` or
+        ``None`` (no bound).  Edge ``i`` of ``raw`` has the global id ``offset + i``."""
+
     def sample(self, chunk: Chunk, pos) -> tuple[np.ndarray, np.ndarray]:
         """``(key, eid)`` of the chunk's live edges at host positions ``pos``, on the host."""
 
     def solve_local(self, chunk: Chunk, n_comp: int, finished_offset: int = 0, *, relabel=None,
                     light_factor: float = 1.5, min_degree: float = 3.0, dedupe: float = 0.0,
-                    seed: int = 0) -> Solution:
+                    seed: int = 0, on_round=None) -> Solution:
         """The whole forest of one chunk in this process: rounds until no edge is left.
 
         ``relabel``: a pending round map applied first (the filter-edges of the
@@ -354,6 +383,8 @@ class Backend(Protocol):
         ``dedupe`` and ``seed`` tune how (a light-edge pass on dense graphs,
         parallel edges cut to the lightest), never what: the result is the
         same for any values.  The chunk's arrays may be overwritten.
+        ``on_round``: called with each :class:`SolveRound` as the solve
+        records it (see :class:`RoundTrace`).
         """
 
     def compose_maps(self, maps) -> np.ndarray:
@@ -378,3 +409,20 @@ class Backend(Protocol):
 
     def synchronize(self) -> None:
         """Wait for queued device work (for timing); nothing on the host."""
+
+
+def slice_by_phases(kern, raw, offset, n_vertices, vmap=None, lo=None, hi=None):
+    """:meth:`Backend.slice_edges` composed of a backend's prepare, light split and filter-edges.
+
+    The reference and GPU backends use it; the CPU backend has it fused
+    (:mod:`mst_dist.kernels.cpu.slicing`).
+    """
+    ch = kern.prepare(raw, offset, n_vertices)
+    if hi is not None:
+        ch, _ = kern.split_light(ch, None, hi[0], hi[1])
+    if lo is not None:
+        _, ch = kern.split_light(ch, None, lo[0], lo[1])
+    if vmap is not None:
+        M, _ = kern.to_device(vmap)
+        ch = kern.filter_edges(ch, M)
+    return ch

@@ -11,7 +11,8 @@ import time
 
 import numpy as np
 
-from mst_dist.kernels.contract import Candidates, Chunk, SolveRound, Solution, packing_for, to_host
+from mst_dist.kernels.contract import (Candidates, Chunk, RoundTrace, SolveRound, Solution, packing_for,
+                                       slice_by_phases, to_host)
 
 __all__ = ["ReferenceKernels", "weight_keys", "first_invalid_edge", "group_min"]
 
@@ -229,6 +230,9 @@ class ReferenceKernels:
         return (Chunk(u[li], v[li], key[li], eid[li], packing=chunk.packing, h2d=chunk.h2d),
                 Chunk(u[hi], v[hi], key[hi], eid[hi], packing=chunk.packing))
 
+    def slice_edges(self, raw, offset, n_vertices, vmap=None, lo=None, hi=None):
+        return slice_by_phases(self, raw, offset, n_vertices, vmap, lo, hi)
+
     def sample(self, chunk, pos):
         _, _, key, eid = chunk.edges()
         p, _ = self.to_device(np.asarray(pos, np.int64))
@@ -237,7 +241,7 @@ class ReferenceKernels:
     # -- the single-task solve ---------------------------------------------
 
     def solve_local(self, chunk, n_comp, finished_offset=0, *, relabel=None, light_factor=1.5,
-                    min_degree=3.0, dedupe=0.0, seed=0):
+                    min_degree=3.0, dedupe=0.0, seed=0, on_round=None):
         """Plain Borůvka rounds (map, contract, filter-edges) until no component is left.
 
         The tuning knobs (``light_factor``, ``min_degree``, ``dedupe``,
@@ -246,7 +250,7 @@ class ReferenceKernels:
         the result does not depend on.
         """
         chunk = self.adopt(chunk)
-        rounds = []
+        rounds = RoundTrace(on_round)
         if relabel is not None:
             t0 = time.perf_counter()
             m0 = len(chunk)

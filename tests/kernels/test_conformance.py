@@ -289,6 +289,38 @@ def test_split_light_and_sample(kern, ref, case, relabel):
     assert isinstance(k, np.ndarray) and isinstance(e, np.ndarray)
 
 
+@pytest.mark.parametrize("bounds", ["none", "hi", "lo", "both"])
+@pytest.mark.parametrize("relabel", [False, True])
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_slice_edges(kern, ref, case, relabel, bounds):
+    """One streaming pass over raw edges equals the slice written out by hand, and the reference."""
+    name, n, src, dst, w = case
+    c = prepared(ref, case)
+    vmap = ref.contract(ref.map(c, n)[1], n, 0, False)[0] if relabel else None
+    _, _, key, eid = host_edges(c)
+    order = np.lexsort((eid, key))
+    q1, q2 = len(order) // 3, 2 * len(order) // 3
+    lo = (int(key[order[q1]]), int(eid[order[q1]])) if bounds in ("lo", "both") and len(c) else None
+    hi = (int(key[order[q2]]), int(eid[order[q2]])) if bounds in ("hi", "both") and len(c) else None
+    got = kern.slice_edges((src, dst, w), 1000, n, None if vmap is None else kern.to_device(vmap)[0], lo, hi)
+    assert isinstance(got, Chunk) and got.xp is kern.xp
+    assert_same_edges(got, ref.slice_edges((src, dst, w), 1000, n, vmap, lo, hi))
+    # by hand: keys of every raw edge, the slice, relabel, no self-loops
+    k_all = kernels.reference.weight_keys(w)
+    e_all = np.arange(len(src), dtype=np.int64) + 1000
+    a, b = (np.asarray(src), np.asarray(dst)) if vmap is None else (vmap[src], vmap[dst])
+    keep = a != b
+    if lo is not None:
+        keep &= (k_all > lo[0]) | ((k_all == lo[0]) & (e_all > lo[1]))
+    if hi is not None:
+        keep &= (k_all < hi[0]) | ((k_all == hi[0]) & (e_all <= hi[1]))
+    gu, gv, gk, ge = host_edges(got)
+    np.testing.assert_array_equal(ge, e_all[keep])
+    np.testing.assert_array_equal(gk, k_all[keep])
+    np.testing.assert_array_equal(gu, a[keep])
+    np.testing.assert_array_equal(gv, b[keep])
+
+
 # ---------------------------------------------------------------------------
 # the single-task solve
 # ---------------------------------------------------------------------------

@@ -7,6 +7,7 @@ Modules, one per part of the work:
 - :mod:`.phases` -- one chunk in one task: **map** (with the last round's
   **filter-edges** fused in), **merge**, **contract**, **filter-nodes**,
   **filter-edges**, the light/heavy split;
+- :mod:`.slicing` -- a streaming pass's filter over raw edges, fused;
 - :mod:`.solve` -- the parallel single-task solve (every phase, in a loop);
 - :mod:`.finish` -- round maps composed into labels, the forest's ids and rows.
 
@@ -33,12 +34,13 @@ from mst_dist.kernels.cpu.chunk import (  # noqa: E402
 from mst_dist.kernels.cpu.finish import compose_maps, forest_ids, labels, take_rows  # noqa: E402
 from mst_dist.kernels.cpu.phases import (  # noqa: E402
     contract, filter_edges, filter_nodes, map, merge, sample, split_light)
+from mst_dist.kernels.cpu.slicing import slice_edges  # noqa: E402
 from mst_dist.kernels.cpu.solve import solve_local  # noqa: E402
 
 __all__ = [
     # the contract
     "name", "xp", "adopt", "prepare", "prepare_many", "concat", "map", "merge", "contract",
-    "filter_nodes", "filter_edges", "split_light", "sample", "solve_local", "compose_maps", "labels",
+    "filter_nodes", "filter_edges", "split_light", "slice_edges", "sample", "solve_local", "compose_maps", "labels",
     "forest_ids", "to_device", "synchronize",
     # helpers of the other layers
     "ARENA", "alloc_soa", "empty", "first_invalid_edge", "id_dtype", "take_rows", "weight_keys",

@@ -21,6 +21,7 @@ round maps (host -> device) cross, and the records count the bytes.
 """
 from __future__ import annotations
 
+from mst_dist.kernels.contract import slice_by_phases
 from mst_dist.kernels.gpu import chunk as _chunk
 from mst_dist.kernels.gpu import phases as _phases
 from mst_dist.kernels.gpu.chunk import MAX_CHUNK
@@ -98,13 +99,16 @@ class GPUKernels:
     def split_light(self, chunk, M, tk, te):
         return _phases.split_light(chunk, M, tk, te)
 
+    def slice_edges(self, raw, offset, n_vertices, vmap=None, lo=None, hi=None):
+        return slice_by_phases(self, raw, offset, n_vertices, vmap, lo, hi)
+
     def sample(self, chunk, pos):
         return _phases.sample(chunk, pos)
 
     def solve_local(self, chunk, n_comp, finished_offset=0, *, relabel=None, light_factor=1.5,
-                    min_degree=3.0, dedupe=0.0, seed=0):
+                    min_degree=3.0, dedupe=0.0, seed=0, on_round=None):
         return _solve_local(chunk, n_comp, finished_offset, relabel=relabel, light_factor=light_factor,
-                            min_degree=min_degree, dedupe=dedupe, seed=seed)
+                            min_degree=min_degree, dedupe=dedupe, seed=seed, on_round=on_round)
 
     def compose_maps(self, maps):
         return self._records.compose_maps(maps)
