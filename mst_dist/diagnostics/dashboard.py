@@ -19,7 +19,8 @@ How the plugin gets onto a scheduler:
 - any client can add it with :func:`register` (idempotent).
 
 The page is added to the scheduler's dashboard (its routing HTTP application)
-as one more Bokeh application and listed in the dashboard's menu.  That uses
+as one more Bokeh application and listed in the dashboard's "More..." menu as
+"MST (minimum spanning forest)".  That uses
 ``distributed.dashboard`` internals (``BokehApplication``,
 ``template_variables``), checked against distributed 2026.8 by
 ``tests/diagnostics/test_dashboard.py``; without Bokeh, or with the dashboard off, the
@@ -36,7 +37,8 @@ from distributed.diagnostics.plugin import SchedulerPlugin
 from mst_dist.diagnostics import figures
 from mst_dist.engine.keys import EVENT_TOPIC, parse_key
 
-__all__ = ["MSTDashboard", "NAME", "PAGE", "register", "install", "dask_setup", "add_page"]
+__all__ = ["MSTDashboard", "NAME", "PAGE", "register", "install", "dask_setup", "add_page", "dashboard_link",
+           "http_address"]
 
 logger = logging.getLogger("mst_dist.diagnostics.dashboard")
 
@@ -61,7 +63,9 @@ class MSTDashboard(SchedulerPlugin):
 
     ``runs`` maps a run token to its record (newest last, at most
     ``max_runs``); ``current`` is the token of the latest run started.
-    A run's record holds its published ``rounds``, the latest ``phase``
+    A run's record holds its published ``rounds`` (a round's ``bytes_moved``
+    as the workers measured it once the run ends, ``bytes_estimate`` as the
+    driver estimated it during the run), the latest ``phase``
     event, ``chunks`` (chunk index -> worker), ``seconds`` (worker -> task
     seconds by group) and ``tasks`` (tasks finished, by key phase).
     :meth:`data` gives the page's columns for a run.
@@ -108,13 +112,19 @@ class MSTDashboard(SchedulerPlugin):
             run["phase_at"] = now
         elif event == "round":
             rec = {k: v for k, v in msg.items() if k not in ("event", "run")}
+            # while the run goes, a round's bytes moved are the driver's estimate; the
+            # workers' transfer logs measure them when it ends: two columns, never one
+            # that changes its meaning
+            rec["bytes_estimate"] = rec.pop("bytes_moved", 0) or 0
+            rec["bytes_moved"] = 0
             run["rounds"][rec["round"]] = rec
         elif event == "run-end":
             run["state"] = "finished"
             run["end"] = {k: v for k, v in msg.items() if k not in ("event", "run", "rounds")}
-            # the final per-round stats (exact bytes moved) replace the live ones
+            # the final per-round stats (measured bytes moved) replace the live ones
             for rec in msg.get("rounds") or ():
-                run["rounds"][rec["round"]] = dict(rec)
+                live = run["rounds"].get(rec["round"]) or {}
+                run["rounds"][rec["round"]] = {**rec, "bytes_estimate": live.get("bytes_estimate", 0)}
         else:
             return
         self.version += 1
@@ -234,9 +244,24 @@ class MSTPage:
         self.parts["status"].text = figures.status_html(data["status"])
         if self.seen != (p.current, p.version):
             for name, src in self.sources.items():
-                src.data = dict(data[name])
+                if src.data != data[name]:
+                    src.data = dict(data[name])
+                    if name == "workers":
+                        self._redraw_table()
             self.parts["workers"].y_range.factors = list(data["workers"]["label"])
         self.seen = (p.current, p.version)
+
+
+    def _redraw_table(self):
+        """Make the browser redraw the worker table from its source.
+
+        BokehJS redraws a ``DataTable`` when its view's row indices change;
+        new data with as many rows as before (the same workers, another run)
+        leaves the old cells on screen.  Any change to the table model makes
+        its view render again: a counter in its ``tags``.
+        """
+        table = self.parts["table"]
+        table.tags = [int(table.tags[0]) + 1 if table.tags else 1]
 
 
 def _mst_doc(scheduler, extra, doc):
@@ -265,7 +290,7 @@ def _bokeh_apps(scheduler):
 
 
 def add_page(scheduler):
-    """Serve the ``MST`` page on ``scheduler``'s dashboard and list it in its menu.
+    """Serve the ``MST`` page on ``scheduler``'s dashboard and list it in its menu ("More...").
 
     Returns whether the page is there: ``False`` when the scheduler runs no
     Bokeh dashboard (dashboard off, or Bokeh not installed).  Safe to call twice.
@@ -282,8 +307,8 @@ def add_page(scheduler):
     from distributed.dashboard.core import BokehApplication
 
     tv = dash.template_variables(scheduler)  # memoized: the dict every page renders its menu from
-    if "mst" not in tv["pages"]:
-        tv["pages"].append("mst")
+    # listed under "More...", by its own name: the top bar writes each page's url through
+    # Jinja's ``title`` filter, which would show "Mst"
     if not any(p.get("url") == "mst" for p in tv["plots"]):
         tv["plots"].insert(0, {"url": "mst", "name": "MST (minimum spanning forest)"})
     prefix = getattr(apps[0], "_prefix", "") or ""
@@ -327,9 +352,42 @@ def register(client, quiet=False):
         return False
 
 
+def http_address(dask_scheduler):
+    """``(host, port)`` the scheduler's web server listens on (``None`` without one); run on the scheduler."""
+    server = getattr(dask_scheduler, "http_server", None)
+    if server is None or "dashboard" not in getattr(dask_scheduler, "services", {}):
+        return None
+    return server.address, server.port
+
+
 def dashboard_link(client):
-    """The ``/mst`` page's URL for a client's cluster, or ``None`` without a dashboard."""
+    """The ``/mst`` page's URL for a client's cluster, or ``None`` without a dashboard.
+
+    The host is the address the web server listens on (Dask's own link names
+    the machine's outward address even when the server listens on 127.0.0.1
+    only); a server on every interface (``0.0.0.0``, ``::``) is reached at
+    the scheduler's host.  Dask's ``distributed.dashboard.link`` template
+    still shapes the URL.
+    """
+    from distributed.utils import format_dashboard_link
+
     link = getattr(client, "dashboard_link", None)
     if not link:
         return None
+    scheduler = getattr(getattr(client, "cluster", None), "scheduler", None)
+    try:
+        bound = (http_address(scheduler) if scheduler is not None
+                 else client.run_on_scheduler(http_address))
+    except Exception:  # pragma: no cover - a scheduler that cannot run our function
+        bound = None
+    if bound is not None:
+        host, port = bound
+        if host in ("0.0.0.0", "::", ""):
+            address = client.scheduler.address
+            host = address.split("://", 1)[-1].split("/", 1)[0].rsplit(":", 1)[0].strip("[]")
+            if address.startswith("inproc://"):
+                host = "127.0.0.1"
+        if ":" in host:
+            host = f"[{host}]"
+        link = format_dashboard_link(host, port)
     return link.rsplit("/", 1)[0] + PAGE

@@ -31,16 +31,22 @@ WORK_LABELS = {"load": "load + prepare", "map": "map", "merge": "merge + contrac
 
 
 def round_columns(rounds):
-    """Columns of the per-round bars: one row per round record, in round order."""
+    """Columns of the per-round bars: one row per round record, in round order.
+
+    ``bytes_moved`` is what the workers' transfer logs measured (a run's
+    final records); ``bytes_estimate`` is the driver's estimate published
+    while the run went (the dashboard keeps it; 0 where there was none).
+    """
     rounds = sorted(rounds, key=lambda r: r["round"])
     cols = {"round": [], "mode": [], "components_before": [], "components_after": [],
             "edges_before": [], "edges_after": [], "forest_edges": [], "wall_seconds": [],
-            "bytes_moved": [], "tasks": [], "h2d_bytes": [], "d2h_bytes": [], **{p: [] for p in STACK}}
+            "bytes_moved": [], "bytes_estimate": [], "tasks": [], "h2d_bytes": [], "d2h_bytes": [],
+            **{p: [] for p in STACK}}
     for r in rounds:
         ps = r.get("phase_seconds") or {}
         for k in ("round", "mode", "components_before", "components_after", "edges_before",
-                  "edges_after", "forest_edges", "wall_seconds", "bytes_moved", "tasks",
-                  "h2d_bytes", "d2h_bytes"):
+                  "edges_after", "forest_edges", "wall_seconds", "bytes_moved", "bytes_estimate",
+                  "tasks", "h2d_bytes", "d2h_bytes"):
             cols[k].append(r.get(k, 0))
         for p in PHASES:
             cols[p].append(float(ps.get(p, 0.0)))
@@ -122,6 +128,11 @@ def _n(x):
     return f"{x:,}" if isinstance(x, int) else str(x)
 
 
+def _count(x, noun, plural=None):
+    """``1 component``, ``2 components``, ``? components``."""
+    return f"{_n(x)} {noun if x == 1 else (plural or noun + 's')}"
+
+
 def _bytes(n):
     for unit in ("B", "KiB", "MiB", "GiB"):
         if n < 1024 or unit == "GiB":
@@ -138,21 +149,22 @@ def status_html(status):
     state = status.get("state", "running")
     head = (f"<h3 style='margin:4px 0'>MST: run {status.get('run', '?')} on "
             f"{status.get('graph', 'graph')} &mdash; {state}</h3>")
-    facts = [f"{_n(status.get('n_vertices', '?'))} vertices, {_n(status.get('n_edges', '?'))} edges, "
-             f"{_n(status.get('partitions', '?'))} chunks on {_n(status.get('n_workers', '?'))} worker(s)"]
+    facts = [f"{_count(status.get('n_vertices', '?'), 'vertex', 'vertices')}, "
+             f"{_count(status.get('n_edges', '?'), 'edge')}, {_count(status.get('partitions', '?'), 'chunk')} "
+             f"on {_count(status.get('n_workers', '?'), 'worker')}"]
     if state == "running" and status.get("phase") == "pass":
         facts.append(f"<b>streaming, {status.get('pass', 'pass')}</b>: {_n(status.get('chunks_done', 0))} of "
                      f"{_n(status.get('chunks_total', 0))} chunks read ({_bytes(status.get('bytes_read') or 0)}), "
                      f"{_n(status.get('edges', 0))} edges kept; {status.get('elapsed', 0.0):.1f} s elapsed")
     elif state == "running":
         facts.append(f"<b>round {status.get('round', 0)}, phase {status.get('phase', '?')}</b>: "
-                     f"{_n(status.get('components', 0))} components, {_n(status.get('edges', 0))} edges "
-                     f"left; {status.get('elapsed', 0.0):.1f} s elapsed")
+                     f"{_count(status.get('components', 0), 'component')}, "
+                     f"{_count(status.get('edges', 0), 'edge')} left; {status.get('elapsed', 0.0):.1f} s elapsed")
     else:
-        facts.append(f"<b>{_n(status.get('rounds', 0))} rounds in "
+        facts.append(f"<b>{_count(status.get('rounds', 0), 'round')} in "
                      f"{status.get('total_seconds', 0.0):.2f} s</b>: "
-                     f"{_n(status.get('forest_edges', 0))} forest edges, "
-                     f"{_n(status.get('n_components', 0))} components")
+                     f"{_count(status.get('forest_edges', 0), 'forest edge')}, "
+                     f"{_count(status.get('n_components', 0), 'component')}")
     return head + "".join(f"<p style='margin:2px 0'>{f}</p>" for f in facts)
 
 
@@ -162,76 +174,129 @@ def _sources(data):
     return {name: ColumnDataSource(data=dict(cols), name=f"mst-{name}") for name, cols in data.items()}
 
 
-def build(data, *, sizing_mode="stretch_width", height=300, width=700, with_workers=True):
+#: Tick labels of the log-scale counts: ``1``, ``100``, ``10k``, ``1M``, ``1B``.
+_COUNT_TICKS = """
+const a = Math.abs(tick);
+for (const [v, s] of [[1e12, "T"], [1e9, "B"], [1e6, "M"], [1e3, "k"]]) {
+    if (a >= v) { return (tick / v).toLocaleString("en-US", {maximumFractionDigits: 1}) + s; }
+}
+return tick.toLocaleString("en-US", {maximumFractionDigits: 2});
+"""
+
+
+def _any(cols, *names):
+    return any(v for n in names for v in cols.get(n, ()) if v == v)  # NaN is not "some"
+
+
+def build(data, *, sizing_mode="stretch_width", height=300, width=700, with_workers=True, static=False,
+          gpu=None):
     """The figures over ``ColumnDataSource`` objects of ``data``.
 
     ``data`` holds ``rounds``, ``remaining`` and ``workers`` column dicts and a
     ``status`` dict.  Returns ``(root, sources, parts)``: the layout, the sources
     by name (update their ``.data`` to move the figures) and the models by name
     (``status`` Div, ``remaining``, ``phases``, ``bytes``, ``workers``
-    figures, ``table``).  ``with_workers=False`` leaves the per-worker figure
-    and table out of the layout.
+    figures, ``table``; a panel left out is ``None``).  ``with_workers=False``
+    leaves the per-worker figure and table out of the layout.
+
+    ``static=True`` draws a finished run for a file or an image: toolbars
+    show only under the mouse (none in a screenshot), the bytes panel is left
+    out when nothing moved, the estimate bars when there is no estimate, and
+    an odd panel out takes the whole row.  ``gpu`` says whether the bytes panel
+    has host/GPU copy bars (default: when ``data`` has any).
     """
     from bokeh.layouts import column, row
-    from bokeh.models import (BasicTicker, BasicTickFormatter, DataTable, Div, FactorRange, HoverTool,
-                              NumberFormatter, NumeralTickFormatter, TableColumn)
+    from bokeh.models import (AdaptiveTicker, BasicTicker, CustomJSTickFormatter, DataTable, Div,
+                              FactorRange, HoverTool, NumberFormatter, NumeralTickFormatter, TableColumn)
     from bokeh.plotting import figure
+
+    rounds = data["rounds"]
+    if gpu is None:
+        gpu = _any(rounds, "h2d_bytes", "d2h_bytes") or "GPU" in data["workers"].get("kind", ())
+    estimate = not static or _any(rounds, "bytes_estimate")
+    with_bytes = not static or gpu or _any(rounds, "bytes_moved", "bytes_estimate")
 
     sources = _sources({k: data[k] for k in ("rounds", "remaining", "workers")})
     size = dict(height=height, sizing_mode=sizing_mode) if sizing_mode else dict(height=height, width=width)
+    tools = "pan,box_zoom,wheel_zoom,reset,save"
+
+    def legend_right(fig):
+        fig.add_layout(fig.legend[0], "right")  # beside the plot, never over the data
+        fig.legend[0].click_policy = "hide"
 
     status = Div(text=status_html(data.get("status")), name="mst-status",
                  sizing_mode=sizing_mode or "fixed", **({} if sizing_mode else {"width": 2 * width}))
 
     rem = figure(title="Components and edges left, by round (log scale)", y_axis_type="log",
-                 x_axis_label="round", tools="pan,box_zoom,wheel_zoom,reset,save", **size)
+                 x_axis_label="round", tools=tools, **size)
     for field, color in (("edges", "#1f77b4"), ("components", "#d62728")):
         rem.line("round", field, source=sources["remaining"], color=color, line_width=2,
                  legend_label=field)
         rem.scatter("round", field, source=sources["remaining"], color=color, size=7,
                     legend_label=field)
-    rem.yaxis.formatter = BasicTickFormatter(use_scientific=True)
+    rem.yaxis.formatter = CustomJSTickFormatter(code=_COUNT_TICKS)
     rem.add_tools(HoverTool(tooltips=[("round", "@round"), ("components", "@components{0,0}"),
                                       ("edges", "@edges{0,0}")]))
-    rem.legend.location = "top_right"
+    legend_right(rem)
 
     ph = figure(title="Time per phase, by round (s); overhead = wall - phases",
-                x_axis_label="round", y_axis_label="seconds",
-                tools="pan,box_zoom,wheel_zoom,reset,save", **size)
+                x_axis_label="round", y_axis_label="seconds", tools=tools, **size)
     ph.vbar_stack(list(STACK), x="round", width=0.8, source=sources["rounds"],
                   color=[COLORS[p] for p in STACK], legend_label=list(STACK))
     ph.add_tools(HoverTool(tooltips=[("round", "@round (@mode)"), ("wall", "@wall_seconds{0.000} s"),
                                      *[(p, "@{%s}{0.000}" % p) for p in STACK]]))
-    ph.add_layout(ph.legend[0], "right")
+    legend_right(ph)
     ph.y_range.start = 0
 
-    by = figure(title="Bytes moved between workers, and to/from GPUs, by round", x_axis_label="round",
-                tools="pan,box_zoom,wheel_zoom,reset,save", **size)
-    by.vbar_stack(["bytes_moved", "h2d_bytes", "d2h_bytes"], x="round", width=0.8, source=sources["rounds"],
-                  color=["#6a3d9a", "#33a02c", "#b2df8a"],
-                  legend_label=["between workers", "host → GPU", "GPU → host"])
-    by.yaxis.formatter = NumeralTickFormatter(format="0.0 b")
-    by.y_range.start = 0
-    by.add_tools(HoverTool(tooltips=[("round", "@round"), ("moved", "@bytes_moved{0.0 b}"),
-                                     ("to GPU", "@h2d_bytes{0.0 b}"), ("from GPU", "@d2h_bytes{0.0 b}")]))
-    by.add_layout(by.legend[0], "right")
+    by = None
+    if with_bytes:
+        title = "Bytes moved between workers, by round"
+        if estimate:
+            title += ": estimate while a run goes, measured when it ends"
+        if gpu:
+            title += "; host/GPU copies"
+        by = figure(title=title, x_axis_label="round", tools=tools, **size)
+        tips = [("round", "@round")]
+        if estimate:  # the driver's live estimate (candidates + round maps), a wide pale bar behind
+            by.vbar(x="round", top="bytes_estimate", width=0.8, source=sources["rounds"], color="#cab2d6",
+                    legend_label="between workers, estimate")
+            tips.append(("estimate", "@bytes_estimate{0.0 b}"))
+        stack, colors = ["bytes_moved"], ["#6a3d9a"]
+        labels = ["between workers, measured" if estimate else "between workers"]
+        if gpu:
+            stack += ["h2d_bytes", "d2h_bytes"]
+            colors += ["#33a02c", "#b2df8a"]
+            labels += ["host → GPU", "GPU → host"]
+            tips += [("to GPU", "@h2d_bytes{0.0 b}"), ("from GPU", "@d2h_bytes{0.0 b}")]
+        by.vbar_stack(stack, x="round", width=0.5 if estimate else 0.8, source=sources["rounds"],
+                      color=colors, legend_label=labels)
+        tips.insert(1, ("measured", "@bytes_moved{0.0 b}"))
+        by.yaxis.ticker = AdaptiveTicker(base=2, mantissas=[1], min_interval=1, desired_num_ticks=6)
+        by.yaxis.formatter = NumeralTickFormatter(format="0 b")  # powers of two: 64 KiB, 128 KiB
+        by.y_range.start = 0
+        by.add_tools(HoverTool(tooltips=tips))
+        legend_right(by)
 
     wk = figure(title="Task seconds per worker (chunks held: table below)", x_axis_label="seconds",
-                y_range=FactorRange(factors=list(data["workers"]["label"])),
-                tools="pan,box_zoom,wheel_zoom,reset,save", **size)
+                y_range=FactorRange(factors=list(data["workers"]["label"])), tools=tools, **size)
     wk.hbar_stack(list(WORK), y="label", height=0.7, source=sources["workers"],
                   color=[WORK_COLORS[g] for g in WORK], legend_label=[WORK_LABELS[g] for g in WORK])
     wk.add_tools(HoverTool(tooltips=[("worker", "@worker (@kind)"), ("chunks", "@chunks: @chunk_ids"),
                                      ("map share", "@map_share{0.0} %"),
                                      *[(WORK_LABELS[g], "@{%s}{0.000} s" % g) for g in WORK]]))
-    wk.add_layout(wk.legend[0], "right")
+    legend_right(wk)
     wk.x_range.start = 0
     for fig in (rem, ph, by):
-        fig.xaxis.ticker = BasicTicker(min_interval=1, desired_num_ticks=10)  # whole rounds
-        fig.xaxis.minor_tick_line_color = None
+        if fig is not None:
+            fig.xaxis.ticker = BasicTicker(min_interval=1, desired_num_ticks=10)  # whole rounds
+            fig.xaxis.minor_tick_line_color = None
+    if static:
+        for fig in (rem, ph, by, wk):
+            if fig is not None:
+                fig.toolbar.autohide = True  # tools under the mouse in the file; none in an image
 
     secs = NumberFormatter(format="0.000")
-    table = DataTable(source=sources["workers"], index_position=None, height=140,
+    table = DataTable(source=sources["workers"], index_position=None, height=140, name="mst-worker-table",
                       sizing_mode=sizing_mode or "fixed", **({} if sizing_mode else {"width": 2 * width}),
                       columns=[TableColumn(field="worker", title="worker"),
                                TableColumn(field="kind", title="kind", width=50),
@@ -243,18 +308,20 @@ def build(data, *, sizing_mode="stretch_width", height=300, width=700, with_work
                                TableColumn(field="load", title="load s", formatter=secs, width=80),
                                TableColumn(field="merge", title="merge s", formatter=secs, width=80),
                                TableColumn(field="local", title="solve s", formatter=secs, width=80)])
-    if with_workers:
-        root = column(status, row(rem, ph, sizing_mode=sizing_mode), row(by, wk, sizing_mode=sizing_mode),
-                      table, sizing_mode=sizing_mode)
-    else:
-        root = column(status, row(rem, ph, sizing_mode=sizing_mode), by, sizing_mode=sizing_mode)
-    parts = {"status": status, "remaining": rem, "phases": ph, "bytes": by, "workers": wk, "table": table}
+    panels = [f for f in (rem, ph, by, wk if with_workers else None) if f is not None]
+    if len(panels) % 2 and not sizing_mode:
+        panels[-1].width = 2 * width  # no empty cell beside the last panel
+    rows = [row(*panels[i:i + 2], sizing_mode=sizing_mode) for i in range(0, len(panels), 2)]
+    root = column(status, *rows, *([table] if with_workers else []), sizing_mode=sizing_mode)
+    parts = {"status": status, "remaining": rem, "phases": ph, "bytes": by,
+             "workers": wk if with_workers else None, "table": table if with_workers else None}
     return root, sources, parts
 
 
 def standalone(rounds, status=None, workers=None):
-    """The figures of a finished run as a layout for an HTML file (``--plot``)."""
+    """The figures of a finished run as a layout for an HTML file or an image (``--plot``)."""
     data = {"rounds": round_columns(rounds), "remaining": remaining_columns(rounds),
             "workers": workers or worker_columns([], {}, {}), "status": status}
-    root, _, _ = build(data, sizing_mode=None, height=320, width=620, with_workers=workers is not None)
+    root, _, _ = build(data, sizing_mode=None, height=320, width=620, with_workers=workers is not None,
+                       static=True)
     return root

@@ -76,6 +76,68 @@ def test_status_html():
                                 "components": 1234, "edges": 56789, "elapsed": 2.5, "n_vertices": 10,
                                 "n_edges": 20, "partitions": 4, "n_workers": 2})
     assert "round 3, phase map" in html and "1,234 components" in html and "56,789 edges" in html
+    done = figures.status_html({"run": "ab12", "state": "finished", "graph": "g", "n_vertices": 10,
+                                "n_edges": 20, "partitions": 1, "n_workers": 1, "rounds": 1,
+                                "total_seconds": 0.5, "forest_edges": 9, "n_components": 1})
+    assert "1 chunk on 1 worker<" in done and "1 round in" in done and ", 1 component<" in done
+
+
+def legend_labels(fig):
+    return [item.label.value for lg in fig.legend for item in lg.items]
+
+
+def test_static_figures_as_published():
+    """A finished run's figures for a file or an image: no toolbar drawn, legends beside the data,
+    GPU entries and empty panels left out, no empty cell beside the last panel."""
+    pytest.importorskip("bokeh", reason="the figures need Bokeh: pip install mst-dist[dashboard]")
+    # one worker, CPU only: nothing moved, nothing copied to a GPU: no bytes panel
+    cpu = [dict(round_rec(r, 100 >> r, 900 >> r, moved=0), h2d_bytes=0, d2h_bytes=0) for r in range(3)]
+    data = {"rounds": figures.round_columns(cpu), "remaining": figures.remaining_columns(cpu),
+            "workers": figures.worker_columns([], {}, {}), "status": None}
+    root, _, parts = figures.build(data, sizing_mode=None, width=500, with_workers=False, static=True)
+    assert parts["bytes"] is None and parts["workers"] is None and parts["table"] is None
+    figs = [parts["remaining"], parts["phases"]]
+    assert [len(r.children) for r in root.children[1:]] == [2]  # one full row
+    for fig in figs:
+        assert fig.toolbar.autohide  # tools only under the mouse: none in a screenshot
+        assert fig.legend[0] in fig.right  # beside the plot, not over the data
+    assert parts["remaining"].yaxis[0].formatter.code == figures._COUNT_TICKS
+    # two workers on a CPU cluster: measured bytes, no estimate, no GPU entries; the odd panel
+    # takes the whole row
+    moved = [dict(r, bytes_moved=1000 * (r["round"] + 1)) for r in cpu]
+    data["rounds"] = figures.round_columns(moved)
+    root, _, parts = figures.build(data, sizing_mode=None, width=500, with_workers=False, static=True)
+    assert legend_labels(parts["bytes"]) == ["between workers"]
+    assert [len(r.children) for r in root.children[1:]] == [2, 1] and parts["bytes"].width == 1000
+    # GPU copies: their entries come back
+    gpu = [dict(r, h2d_bytes=10) for r in moved]
+    data["rounds"] = figures.round_columns(gpu)
+    _, _, parts = figures.build(data, sizing_mode=None, width=500, with_workers=False, static=True)
+    assert legend_labels(parts["bytes"]) == ["between workers", "host → GPU", "GPU → host"]
+    # the live page: estimate and measured bars, each labelled, no GPU entries on a CPU cluster
+    _, _, parts = figures.build(data, gpu=False)
+    assert legend_labels(parts["bytes"]) == ["between workers, estimate", "between workers, measured"]
+    assert "estimate while a run goes, measured when it ends" in parts["bytes"].title.text
+    assert not parts["phases"].toolbar.autohide
+
+
+@pytest.mark.slow
+def test_count_ticks_in_chromium(tmp_path):
+    """The log axis labels counts as 1, 100, 10k, 1M, 2.5M, 1B (not 1.000e+6), run by the browser."""
+    need_chromium()
+    pytest.importorskip("bokeh", reason="the figures need Bokeh: pip install mst-dist[dashboard]")
+    from bokeh.embed import file_html
+    from bokeh.resources import INLINE
+
+    rounds = [round_rec(0, 10**6, 10**9), round_rec(1, 1000, 10**5)]
+    page = tmp_path / "plot.html"
+    page.write_text(file_html(figures.standalone(rounds), INLINE, title="ticks"))
+    ticks = [1, 100, 10**4, 10**6, 2.5e6, 10**9, 0.5]
+    probe = ("JSON.stringify(%s.map(tick => (function (tick) {%s})(tick)))"
+             % (json.dumps(ticks), figures._COUNT_TICKS))
+    with Chromium() as browser:
+        got = json.loads(browser.page(page.as_uri(), "window.Bokeh !== undefined", probe, settle=0.1))
+    assert got == ["1", "100", "10k", "1M", "2.5M", "1B", "0.5"]
 
 
 # --------------------------------------------------------------------------
@@ -106,13 +168,16 @@ def test_plugin_records_events_and_transitions():
                                              d["workers"]["load"])))
     assert w["tcp://w:1"] == ("1", 2.5, 0.0) and w["tcp://w:2"] == ("0", 0.0, 1.0)
     p.log_event("mst-dist", {"event": "round", "run": "aa11", **round_rec(0, 100, 900, moved=5)})
-    assert p.data()["rounds"]["bytes_moved"] == [5]
+    # a live round's bytes are the driver's estimate: their own column, nothing measured yet
+    assert p.data()["rounds"]["bytes_estimate"] == [5] and p.data()["rounds"]["bytes_moved"] == [0]
     final = [round_rec(0, 100, 900, moved=77), round_rec(1, 50, 300)]
     p.log_event("mst-dist", {"event": "run-end", "run": "aa11", "total_seconds": 1.5, "n_rounds": 2,
                              "forest_edges": 99, "n_components": 1, "bytes_moved": 177, "rounds": final})
     d = p.data()
     assert d["status"]["state"] == "finished" and d["status"]["forest_edges"] == 99
+    # the measured bytes arrive with the run's end; the estimate stays what it was
     assert d["rounds"]["round"] == [0, 1] and d["rounds"]["bytes_moved"] == [77, 100]
+    assert d["rounds"]["bytes_estimate"] == [5, 0]
     # a new run becomes the current one; the last runs are kept, up to max_runs
     for i in range(10):
         p.log_event("mst-dist", {"event": "run-start", "run": f"{i:04x}", "workers": []})
@@ -149,7 +214,8 @@ def test_embedded_registers_page_and_menu():
         assert doc.title == "Dask: MST"
         assert list(doc.get_model_by_name("mst-rounds").data["round"]) == [r.round for r in res.stats.rounds]
         _, menu = fetch(base + "/status")
-        assert 'href="mst"' in menu  # listed in the dashboard's menu
+        # listed in the dashboard's menu, by its name (not the top bar's title-cased "Mst")
+        assert '<a href="mst">MST (minimum spanning forest)</a>' in menu and ">Mst<" not in menu
         d = plugin.data()
         assert d["rounds"]["round"] == [r.round for r in res.stats.rounds]
         assert d["status"]["state"] == "finished"
@@ -293,13 +359,13 @@ def test_page_in_chromium_during_a_run(tmp_path):
         assert d["rounds"]["round"] == [r.round for r in rs]
         assert d["rounds"]["components_before"] == [r.components_before for r in rs]
         assert d["rounds"]["edges_after"] == [r.edges_after for r in rs]
-        assert d["rounds"]["bytes_moved"] == [r.bytes_moved for r in rs]
+        assert d["rounds"]["bytes_moved"] == [r.bytes_moved for r in rs]  # measured, at the end
         assert d["rounds"]["map"] == pytest.approx([r.phase_seconds.get("map", 0.0) for r in rs])
         assert sum(d["workers"]["chunks"]) == res.stats.partitions
         assert len(d["workers"]["worker"]) == 2 and sum(d["workers"]["map"]) > 0
     # the screenshot shows the plots with data: bars and lines in their colours
     assert count_color(png, figures.COLORS["map"]) > 200       # time per phase, map part
-    assert count_color(png, "#6a3d9a") > 2000                   # bytes moved bars
+    assert count_color(png, "#cab2d6") > 2000                   # bytes moved bars (the live estimate)
     assert count_color(png, "#d62728") > 50                     # components line
     assert count_color(png, figures.WORK_COLORS["load"]) > 500  # worker bars
     keep = os.environ.get("MST_DIST_SCREENSHOTS")
@@ -324,3 +390,55 @@ def test_streaming_pass_shown_on_the_page_and_the_terminal():
     assert "streaming, pass 1" in html and "3 of 8 chunks read (3.0 MiB)" in html and "42 edges kept" in html
     line = format_event(ev)
     assert line.startswith("pass 1  3/8 chunks") and "42 edges kept" in line
+
+
+#: The worker table's rows as the browser draws them (cell texts of SlickGrid's rows).
+TABLE_ROWS = """JSON.stringify((() => {
+  const tables = [];
+  const walk = (v) => {
+    if (v.model && v.model.name === 'mst-worker-table') {
+      const root = v.shadow_el || v.el;
+      tables.push(Array.from(root.querySelectorAll('.slick-row'))
+        .map(r => Array.from(r.querySelectorAll('.slick-cell')).map(c => c.textContent)));
+    }
+    for (const c of (v.child_views || [])) walk(c);
+  };
+  for (const v of Object.values(Bokeh.index)) walk(v);
+  return tables;
+})())"""
+
+
+@pytest.mark.slow
+def test_worker_table_redrawn_for_a_second_run_in_chromium():
+    """A page left open over two runs on the same workers: its worker table shows the second run's
+    rows only (as many rows as before, other chunks: BokehJS alone would keep the old cells)."""
+    need_chromium()
+    g = mst_dist.generate("erdos_renyi", n=2000, m=8000, seed=3)
+    with embedded(n_workers=2, threads_per_worker=1, dashboard_address="127.0.0.1:0") as c:
+        sched = c.cluster.scheduler
+        url = f"http://127.0.0.1:{sched.http_server.port}/mst"
+
+        def chunk_ids():
+            d = sched.plugins[dashboard.NAME].data()["workers"]
+            return sorted(zip(d["label"], d["chunk_ids"]))
+
+        def drawn(rows):
+            return sorted((r[0].split("://", 1)[-1], r[3]) for r in rows)
+
+        mst_dist.minimum_spanning_forest(g, c, partitions=6, local_finish=0)
+        first = chunk_ids()
+        ready = READY.format(n=1)
+        with Chromium() as browser:
+            (rows,) = json.loads(browser.page(url, ready, TABLE_ROWS))
+            assert drawn(rows) == first and sum(int(r[2]) for r in rows) == 6
+            mst_dist.minimum_spanning_forest(g, c, partitions=2, local_finish=0)
+            second = chunk_ids()
+            assert second != first
+            # once the page's source holds the second run (it polls twice a second), the table
+            # must show it
+            ids = json.dumps(sorted(i for _, i in second), separators=(",", ":"))
+            updated = (ready + " && JSON.stringify(Array.from(Bokeh.documents[0].get_model_by_name("
+                       "'mst-workers').data.chunk_ids).sort()) === '%s'" % ids)
+            (rows,) = json.loads(browser.page(None, updated, TABLE_ROWS, settle=1.0))
+        assert len(rows) == 2 and drawn(rows) == second, rows
+        assert sum(int(r[2]) for r in rows) == 2  # chunks held: the second run's two, no row of the first
