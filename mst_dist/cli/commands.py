@@ -120,26 +120,106 @@ def _progress(event):
                     f"{event.get('chunks_done', 0):,}", f"{event.get('chunks_total', 0):,}",
                     format_bytes(event.get("bytes_read", 0)), event.get("elapsed", 0.0))
         return
+    from mst_dist.diagnostics.progress import phase_label
+
     logger.info("round %s %-6s %12s components %14s edges  (%.2fs)",
-                event.get("round"), event.get("phase"), f"{event.get('components', 0):,}",
+                event.get("round"), phase_label(event), f"{event.get('components', 0):,}",
                 f"{event.get('edges', 0):,}", event.get("elapsed", 0.0))
 
 
-def _setup_logging(quiet, verbose, console=None):
-    from rich.console import Console
-    from rich.logging import RichHandler
+def _log_level(args):
+    """The level of mst-dist's logs: ``--log-level``, else ``-q`` (errors), ``-v`` (info), ``-vv`` (debug).
 
-    handler = RichHandler(console=console or Console(stderr=True), show_path=False,
-                          log_time_format="[%X]")
-    handler.setFormatter(logging.Formatter("%(message)s"))
+    By default warnings and errors only: what a run does step by step is the
+    live progress line's, and the summary's, to say.
+    """
+    level = getattr(args, "log_level", None)
+    if level:
+        return getattr(logging, level.upper())
+    if getattr(args, "quiet", False):
+        return logging.ERROR
+    verbose = int(getattr(args, "verbose", 0) or 0)
+    return logging.DEBUG if verbose >= 2 else (logging.INFO if verbose else logging.WARNING)
+
+
+def _under_mpi():
+    """Whether this process is a rank of an MPI job (the launchers' environment)."""
+    return any(v in os.environ for v in ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "MV2_COMM_WORLD_RANK"))
+
+
+class EngineErrorFilter(logging.Filter):
+    """Drops Dask's per-task "Compute Failed" reports of errors the command line reports itself.
+
+    A bad line in an input file fails every load task that reads it; the
+    run's error (one line, exit status 2) says what and where once, so the
+    worker logger's traceback per chunk is noise.  Records of other tasks,
+    and of other errors, pass.
+    """
+
+    def __init__(self, names):
+        super().__init__()
+        self.names = tuple(names)
+
+    def filter(self, record):
+        if not str(record.msg).startswith("Compute Failed") or not isinstance(record.args, tuple):
+            return True
+        args = record.args
+        key = str(args[0]) if args else ""
+        exc = str(args[3]) if len(args) > 3 else ""
+        return not (("mst-" in key) and exc.startswith(self.names))
+
+
+def _reported_errors():
+    """The names of the error classes :func:`main` reports as one line (and their subclasses)."""
+    from mst_dist.config import ConfigError
+    from mst_dist.graph import InvalidGraphError
+    from mst_dist.kernels.gpu import GPUUnavailableError
+
+    names, todo = set(), [ConfigError, InvalidGraphError, GPUUnavailableError]
+    while todo:
+        cls = todo.pop()
+        names.add(cls.__name__ + "(")
+        todo.extend(cls.__subclasses__())
+    return sorted(names)
+
+
+def quiet_engine_errors():
+    """Install :class:`EngineErrorFilter` on this process's Dask worker logger (idempotent)."""
+    log = logging.getLogger("distributed.worker")
+    if not any(isinstance(f, EngineErrorFilter) for f in log.filters):
+        log.addFilter(EngineErrorFilter(_reported_errors()))
+
+
+def _setup_logging(args, console=None):
+    """mst-dist's log handler: rich on a terminal; plain lines otherwise.
+
+    Plain lines (a pipe, a file, or an MPI rank) carry Dask's own log format
+    (``distributed.admin.log-format``), so under ``mpirun`` the ranks' Dask
+    logs and ours read alike; no colour codes, no folding at 80 columns.
+    """
+    import dask.config
+    from rich.console import Console
+
+    console = console or Console(stderr=True)
+    level = _log_level(args)
+    if console.is_terminal and not _under_mpi():
+        from rich.logging import RichHandler
+
+        handler = RichHandler(console=console, show_path=False, log_time_format="[%X]")
+        handler.setFormatter(logging.Formatter("%(message)s"))
+    else:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter(dask.config.get(
+            "distributed.admin.log-format", "%(asctime)s - %(name)s - %(levelname)s - %(message)s")))
     pkg = logging.getLogger("mst_dist")
     pkg.handlers[:] = [handler]
     pkg.propagate = False
-    pkg.setLevel(logging.WARNING if quiet else (logging.DEBUG if verbose else logging.INFO))
-    if not verbose:
+    pkg.setLevel(level)
+    if level > logging.DEBUG:
         # LocalCluster's start-up chatter; warnings still show.
         for name in ("distributed", "bokeh", "tornado"):
-            logging.getLogger(name).setLevel(logging.WARNING)
+            logging.getLogger(name).setLevel(max(level, logging.WARNING))
+    quiet_engine_errors()
 
 
 def _live_progress(args, console):
@@ -187,6 +267,11 @@ def _check_report_paths(args):
             plot_format(args.plot)
         except ValueError as e:
             raise ConfigError(f"--plot: {e}") from None
+        import importlib.util
+
+        if importlib.util.find_spec("bokeh") is None:  # checked before the run, not after it
+            raise ConfigError(f"--plot {args.plot}: the plot is drawn with Bokeh, which is not installed; "
+                              "install it with: pip install 'mst-dist[dashboard]'")
 
 
 def _run(args, console=None):
@@ -211,6 +296,8 @@ def _run(args, console=None):
     try:
         if client is None:
             return 0  # an MPI rank that served as the scheduler or a worker: the run is over
+        if cfg["cluster"]["kind"] in ("local", "local-cuda"):
+            client.run(quiet_engine_errors)  # worker processes started here log as this process does
         if graph is None:
             # an input file: read by the cluster's workers (mst_dist.read scans and loads there)
             if submit:
@@ -244,7 +331,7 @@ def _run(args, console=None):
         sys.stdout.write(rpt.dumps(rep))
         sys.stdout.write("\n")
     else:
-        print_summary(result, wall, output)
+        print_summary(result, wall, output, wide=args.wide)
     return 0
 
 
@@ -304,7 +391,7 @@ def main(argv=None):
         parser.print_help()
         return 2
     if args.command == "job-script":
-        args.quiet, args.verbose = True, False
+        args.quiet, args.verbose, args.log_level = True, 0, None
     if args.command == "bench":
         from mst_dist.bench import cli as bench_cli
 
@@ -318,7 +405,7 @@ def main(argv=None):
     from rich.console import Console
 
     console = Console(stderr=True)
-    _setup_logging(args.quiet, args.verbose, console)
+    _setup_logging(args, console)
     from mst_dist.config import ConfigError
     from mst_dist.graph import InvalidGraphError
     from mst_dist.kernels.gpu import GPUUnavailableError

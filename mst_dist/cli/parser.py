@@ -103,6 +103,19 @@ def _memory_limit(text):
     return text
 
 
+_LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+def _add_log_arguments(group, quiet_help):
+    """``-q``, ``-v`` (``-vv``) and ``--log-level``: what the command logs (default: warnings and errors)."""
+    group.add_argument("-q", "--quiet", action="store_true", help=quiet_help)
+    group.add_argument("-v", "--verbose", action="count", default=0,
+                       help="info logs (what the run does, step by step); -vv: debug logs, Dask's too")
+    group.add_argument("--log-level", choices=_LOG_LEVELS, type=str.lower, metavar="LEVEL",
+                       help=f"the level of mst-dist's logs: {', '.join(_LOG_LEVELS)} (default: warning; "
+                            "overrides -q and -v)")
+
+
 def _add_run_arguments(r, submit=False):
     r.add_argument("config", nargs="?", metavar="CONFIG", help="run config (YAML), see configs/")
 
@@ -161,8 +174,10 @@ def _add_run_arguments(r, submit=False):
     d.add_argument("--report", metavar="PATH", help="write the JSON run report to PATH")
     d.add_argument("--plot", metavar="PATH",
                    help="draw the rounds to PATH: .html (standalone) or .png (needs chromium)")
-    d.add_argument("-q", "--quiet", action="store_true", help="no progress or info logs")
-    d.add_argument("-v", "--verbose", action="store_true", help="debug logs, Dask's logs too")
+    d.add_argument("--wide", action="store_true",
+                   help="the round table with every column (each phase's seconds, overhead, bytes moved, "
+                        "the engine's own records); default: a compact table that fits 100 columns")
+    _add_log_arguments(d, "no progress line; errors only")
 
 
 def build_parser():
@@ -208,8 +223,7 @@ def build_parser():
                     help="gr: write every edge as two arcs, as the DIMACS road networks do")
     gn.add_argument("--scheduler", metavar="ADDRESS",
                     help="generate on the workers of a running scheduler (tcp://host:8786)")
-    gn.add_argument("-q", "--quiet", action="store_true", help="no info logs")
-    gn.add_argument("-v", "--verbose", action="store_true", help="debug logs")
+    _add_log_arguments(gn, "errors only")
 
     j = sub.add_parser(
         "job-script",

@@ -2,7 +2,10 @@
 
 The driver calls ``progress(event)`` with its ``phase`` records (``round``,
 ``phase``, ``components``, ``edges``, ``elapsed``): the same records it
-publishes to the dashboard.  :class:`LiveProgress` shows the latest one as a
+publishes to the dashboard.  The single-task solve (phase ``local``) tells each
+of its rounds as it ends, with its ``step``: ``light`` (a light-edge pass,
+counting light edges only), ``heavy`` (the heavy edges relabelled) or
+``main``, so the line moves during a solve that is one task.  :class:`LiveProgress` shows the latest one as a
 status line, with the elapsed time ticking between events, and the rounds
 done so far.  It draws only on a terminal; ``mst-dist run`` turns it off when
 stdout is not one, and with ``--quiet``.
@@ -21,6 +24,17 @@ def _pass_line(ev):
             f"{gib:,.2f} GiB read  {ev.get('edges', 0):,} edges kept")
 
 
+#: What a single-task solve's step adds to its phase's name.
+_STEPS = {"light": "light edges", "heavy": "heavy edges"}
+
+
+def phase_label(ev):
+    """The phase of an event as shown: ``local``, or ``local, light edges`` for a step of the solve."""
+    phase = str(ev.get("phase", "?"))
+    step = _STEPS.get(ev.get("step"))
+    return f"{phase}, {step}" if step else phase
+
+
 def format_event(ev, elapsed=None):
     """One line for a phase event: ``round 3  map  12,345 components  67,890 edges  2.1 s``.
 
@@ -29,7 +43,7 @@ def format_event(ev, elapsed=None):
     el = ev.get("elapsed", 0.0) if elapsed is None else elapsed
     if ev.get("phase") == "pass":
         return f"{_pass_line(ev)}  {el:8.1f} s"
-    return (f"round {ev.get('round', 0)}  {ev.get('phase', '?'):<6} "
+    return (f"round {ev.get('round', 0)}  {phase_label(ev):<6} "
             f"{ev.get('components', 0):>14,} components {ev.get('edges', 0):>16,} edges left  "
             f"{el:8.1f} s")
 
@@ -71,7 +85,7 @@ class LiveProgress:
                          f"[dim]{elapsed:.1f} s[/]")
             return grid
         grid.add_row(Spinner("dots"), f"[bold]round {ev.get('round', 0)}[/]",
-                     f"[cyan]{ev.get('phase', '?')}[/]",
+                     f"[cyan]{phase_label(ev)}[/]",
                      f"{ev.get('components', 0):,} components", f"{ev.get('edges', 0):,} edges left",
                      f"[dim]{elapsed:.1f} s[/]")
         return grid

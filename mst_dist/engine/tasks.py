@@ -15,6 +15,7 @@ Phases (names as in the stats, the dashboard and the docs):
 """
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from dataclasses import replace
@@ -23,6 +24,7 @@ import numpy as np
 from dask.sizeof import sizeof
 
 from mst_dist import config
+from mst_dist.engine.keys import EVENT_TOPIC, parse_key
 from mst_dist.engine.records import ChunkStats, LocalRecord, RoundRecord
 from mst_dist.graph import check_edges
 from mst_dist.kernels import backend as kernel_backend
@@ -181,6 +183,44 @@ def contract(merged, n_comp, prev, finish=True):
     return (M, n_next), chosen, rec
 
 
+def round_reporter():
+    """``on_round`` of the single-task solve: each round it ends, told to the run's client.
+
+    The solve is one task, which may run for minutes; each of its rounds goes
+    to the scheduler's event topic (:data:`~mst_dist.engine.keys.EVENT_TOPIC`)
+    as a ``phase`` event of the run (``round``, ``phase="local"``, ``step``:
+    ``light``, ``heavy`` or ``main``, ``components`` and ``edges`` left,
+    ``source="task"``), where the driver's subscription hands it to the
+    ``progress`` callback and the dashboard shows it.  ``None`` outside a
+    task (nothing to tell).
+    """
+    try:
+        from distributed import get_worker
+
+        worker = get_worker()
+        key = parse_key(worker.get_current_task())
+    except (ImportError, ValueError, AttributeError, KeyError):
+        return None
+    if key is None:
+        return None
+    count = itertools.count()
+    last = {"light": False}
+
+    def report(rec):
+        j = next(count)
+        step = "light" if rec.light else ("heavy" if rec.filter_pass and last["light"] else "main")
+        last["light"] = rec.light
+        try:
+            worker.log_event(EVENT_TOPIC, {
+                "event": "phase", "run": key.token, "source": "task", "round": key.round + j,
+                "phase": "local", "step": step, "components": int(rec.components_after),
+                "edges": int(rec.edges_after), "forest_edges": int(rec.forest_edges)})
+        except Exception:  # a closing worker: the record still comes back with the result
+            pass
+
+    return report
+
+
 def solve_local(chunks, rmap, n_comp, prev, n_vertices, light_factor, min_degree, raw_offsets=None,
                 backend="cpu"):
     """Gather the edges left and finish on this worker with the single-task solver.
@@ -200,10 +240,10 @@ def solve_local(chunks, rmap, n_comp, prev, n_vertices, light_factor, min_degree
     m_in = len(ch)
     fin_off = 0 if prev is None else prev.finished_total
     sol = kern.solve_local(ch, n_comp, fin_off, relabel=relabel, light_factor=light_factor,
-                           min_degree=min_degree)
+                           min_degree=min_degree, on_round=round_reporter())
     rec = LocalRecord(kind=kern.name, prepare=t1 - t0, solve=time.perf_counter() - t1, edges_in=m_in,
                       finished_total=fin_off + sol.n_finished, forest_edges=int(sol.chosen.shape[0]),
-                      trace=sol.rounds, h2d=ch.h2d + nb, d2h=sol.d2h)
+                      trace=list(sol.rounds), h2d=ch.h2d + nb, d2h=sol.d2h)
     return (sol.M, 0), sol.chosen, rec
 
 

@@ -346,6 +346,19 @@ def test_solve_local(kern, ref, case, knobs):
     assert sum(r.forest_edges for r in sol.rounds) == len(exp)
 
 
+@pytest.mark.parametrize("knobs", [dict(), dict(min_degree=0.5)], ids=["default", "light-pass"])
+def test_solve_local_tells_each_round_as_it_ends(kern, knobs):
+    """``on_round`` hears every record of the trace, in order, while the solve runs (and it pickles plain)."""
+    import pickle
+
+    name, n, src, dst, w = SOLVE_CASES[-1]
+    heard = []
+    sol = kern.solve_local(kern.prepare((src, dst, w), 0, n), n, 0, on_round=heard.append, **knobs)
+    assert len(heard) == len(sol.rounds) > 1
+    assert all(a is b for a, b in zip(heard, sol.rounds))
+    assert type(pickle.loads(pickle.dumps(sol.rounds))) is list
+
+
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_solve_local_after_a_round(kern, ref, case):
     """A pending relabel: the filter-edges of the distributed round before the solve."""

@@ -10,7 +10,7 @@ import time
 import numpy as np
 from numba import njit, prange
 
-from mst_dist.kernels.contract import SolveRound, Solution
+from mst_dist.kernels.contract import RoundTrace, SolveRound, Solution
 from mst_dist.kernels.cpu.arena import alloc_soa, blocks, empty, nthreads
 from mst_dist.kernels.cpu.chunk import adopt
 from mst_dist.kernels.cpu.finish import compose_maps
@@ -264,7 +264,7 @@ def _sample_threshold(S, n_light, rng):
 
 
 def solve_local(chunk, n_comp, finished_offset=0, *, relabel=None, light_factor=1.5,
-                min_degree=3.0, dedupe=0.0, seed=0):
+                min_degree=3.0, dedupe=0.0, seed=0, on_round=None):
     """The whole forest of one chunk in this process (roles: all five, in a loop).
 
     The chunk's ``u, v`` are component ids in ``[0, n_comp)``; its arrays
@@ -289,7 +289,7 @@ def solve_local(chunk, n_comp, finished_offset=0, *, relabel=None, light_factor=
     T = max(1, nthreads())
     rng = np.random.default_rng(seed)
     S = _Segments(u, v, key, eid, T)
-    trace = []
+    trace = RoundTrace(on_round)  # on_round hears of each round as it ends
     if relabel is not None:
         t0 = time.perf_counter()
         m_before = S.m

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mst_dist.kernels.contract import LOW32, SolveRound, Solution, to_host
+from mst_dist.kernels.contract import LOW32, RoundTrace, SolveRound, Solution, to_host
 from mst_dist.kernels.gpu.device import clock, to_device
 from mst_dist.kernels.gpu.chunk import MAXKEY
 from mst_dist.kernels.gpu.phases import best_edges, filter_edges, filter_nodes, hook, jump
@@ -86,7 +86,7 @@ def _light_threshold(pk, n, light_factor, seed, xp):
 
 
 def solve_local(chunk, n_comp, finished_offset=0, *, relabel=None, light_factor=1.5, min_degree=3.0,
-                dedupe=0.0, seed=0):
+                dedupe=0.0, seed=0, on_round=None):
     """The whole forest of one packed chunk on its device: Borůvka rounds until no edge is left.
 
     ``relabel``: a pending round map (host or on the device) applied first.
@@ -99,7 +99,7 @@ def solve_local(chunk, n_comp, finished_offset=0, *, relabel=None, light_factor=
     Returns a :class:`~mst_dist.kernels.contract.Solution` on the host.
     """
     xp = chunk.xp
-    trace = []
+    trace = RoundTrace(on_round)  # on_round hears of each round as it ends
     t = clock(xp)
     if relabel is not None:
         chunk = filter_edges(chunk, relabel)
