@@ -153,78 +153,57 @@ def adopt(chunk):
 
 
 @njit(parallel=True, nogil=True, cache=True)
-def _concat(chunks_u, chunks_v, chunks_k, chunks_e, offs, u, v, k, e):
-    for c in prange(offs.shape[0]):
-        c = np.intp(c)
-        o = offs[c]
-        cu = chunks_u[c]
-        cv = chunks_v[c]
-        ck = chunks_k[c]
-        ce = chunks_e[c]
-        for i in range(cu.shape[0]):
-            u[o + i] = cu[i]
-            v[o + i] = cv[i]
-            k[o + i] = ck[i]
-            e[o + i] = ce[i]
-
+def _copy_into(cu, cv, ck, ce, o, u, v, k, e):
+    for i in prange(cu.shape[0]):
+        u[o + i] = cu[i]
+        v[o + i] = cv[i]
+        k[o + i] = ck[i]
+        e[o + i] = ce[i]
 
 
 def concat(chunks, n_vertices):
     """One chunk from several (parallel copy into one skewed buffer; chunks in the given order)."""
-    from numba.typed import List
-
     chunks = [adopt(c) for c in chunks]
     packings = {c.packing for c in chunks}
     packing = packings.pop() if len(packings) == 1 else "rank"
-    sizes = np.array([len(c) for c in chunks], np.int64)
-    m = int(sizes.sum())
+    m = sum(len(c) for c in chunks)
     idt = id_dtype(n_vertices)
     u, v, k, e = alloc_soa(m, [idt, idt, np.uint64, np.int64])
-    if m == 0:
-        return Chunk(u, v, k, e, packing=packing)
-    offs = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
-    lu, lv, lk, le = List(), List(), List(), List()
+    o = 0
+    # one parallel copy per chunk: typed lists of arrays would cost a compilation in every process
     for c in chunks:
-        lu.append(np.ascontiguousarray(c.u, dtype=idt))
-        lv.append(np.ascontiguousarray(c.v, dtype=idt))
-        lk.append(c.key)
-        le.append(c.eid)
-    _concat(lu, lv, lk, le, offs, u, v, k, e)
+        if len(c):
+            _copy_into(np.ascontiguousarray(c.u, dtype=idt), np.ascontiguousarray(c.v, dtype=idt),
+                       c.key, c.eid, np.int64(o), u, v, k, e)
+            o += len(c)
     return Chunk(u, v, k, e, packing=packing, h2d=sum(c.h2d for c in chunks))
 
 
 @njit(parallel=True, nogil=True, cache=True)
-def _count_nonloops(srcs, dsts, nc):
-    out = np.zeros(nc, np.int64)
-    for c in prange(nc):
-        c = np.intp(c)  # prange's index is unsigned; typed lists want intp
-        s = srcs[c]
-        d = dsts[c]
+def _count_nonloops(src, dst, bounds):
+    nb = bounds.shape[0] - 1
+    out = np.zeros(nb, np.int64)
+    for b in prange(nb):
         a = 0
-        for i in range(s.shape[0]):
-            if s[i] != d[i]:
+        for i in range(bounds[b], bounds[b + 1]):
+            if src[i] != dst[i]:
                 a += 1
-        out[c] = a
+        out[b] = a
     return out
 
 
 @njit(parallel=True, nogil=True, cache=True)
-def _concat_prepare(srcs, dsts, keys, offsets, outpos, u, v, k, e):
-    for c in prange(offsets.shape[0]):
-        c = np.intp(c)  # prange's index is unsigned; typed lists want intp
-        s = srcs[c]
-        d = dsts[c]
-        kk = keys[c]
-        off = offsets[c]
-        j = outpos[c]
-        for i in range(s.shape[0]):
-            a = s[i]
-            b = d[i]
-            if a != b:
+def _prepare_blocks(src, dst, key, offset, bounds, outpos, u, v, k, e):
+    for b in prange(bounds.shape[0] - 1):
+        j = outpos[b]
+        for i in range(bounds[b], bounds[b + 1]):
+            a = src[i]
+            c = dst[i]
+            if a != c:
                 u[j] = a
-                v[j] = b
-                k[j] = kk[i]
-                e[j] = off + i
+                v[j] = c
+                k[j] = key[i]
+                e[j] = offset + i
                 j += 1
 
 
@@ -232,36 +211,32 @@ def prepare_many(raws, offsets, n_vertices):
     """Several raw chunks prepared into one plain host chunk, self-loops dropped (role: prepare).
 
     ``raws`` is a list of ``(src, dst, weight)``; ``offsets`` the global id of
-    each chunk's first edge.  Splits big chunks so every thread has work.
+    each chunk's first edge.  Each raw chunk is cut into blocks so every
+    thread has work: a parallel count of the edges kept per block, then a
+    parallel copy of each block to its place.
     """
-    from numba.typed import List
-
     idt = id_dtype(n_vertices)
-    pieces = []
-    T = nthreads()
-    total = sum(r[0].shape[0] for r in raws)
-    step = max(1 << 16, total // (4 * T) + 1)
     raws = [tuple(to_host(a) for a in r[:3]) for r in raws]
-    for (s, d, w), off in zip(raws, offsets):
-        for a in range(0, s.shape[0], step):
-            pieces.append((s[a:a + step], d[a:a + step], w[a:a + step], int(off) + a))
     packings = {packing_for(r[2].dtype) for r in raws}
     packing = packings.pop() if len(packings) == 1 else "rank"
-    if not pieces:
+    raws = [(r, int(off)) for r, off in zip(raws, offsets) if r[0].shape[0]]
+    if not raws:
         return Chunk(*alloc_soa(0, [idt, idt, np.uint64, np.int64]), packing=packing)
-    sdt = np.result_type(*[p[0].dtype for p in pieces], *[p[1].dtype for p in pieces])
+    sdt = np.result_type(*[r[0].dtype for r, _ in raws], *[r[1].dtype for r, _ in raws])
     if sdt.kind == "u" and sdt.itemsize == 8:
         sdt = np.dtype(np.int64)  # validated: ids are < 2**63
-    ls, ld, lk = List(), List(), List()
-    for s, d, w, _ in pieces:
-        ls.append(np.ascontiguousarray(s, dtype=sdt))
-        ld.append(np.ascontiguousarray(d, dtype=sdt))
-        lk.append(weight_keys(w))
-    counts = _count_nonloops(ls, ld, np.int64(len(pieces)))
-    outpos = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
-    m = int(counts.sum())
+    T = nthreads()
+    work = []
+    for (s, d, w), off in raws:
+        s = np.ascontiguousarray(s, dtype=sdt)
+        d = np.ascontiguousarray(d, dtype=sdt)
+        bounds = blocks(s.shape[0], max(1, min(4 * T, s.shape[0] // (1 << 16))))
+        work.append((s, d, weight_keys(w), off, bounds, _count_nonloops(s, d, bounds)))
+    m = int(sum(int(x[5].sum()) for x in work))
     u, v, k, e = alloc_soa(m, [idt, idt, np.uint64, np.int64])
-    offs = np.array([p[3] for p in pieces], np.int64)
-    _concat_prepare(ls, ld, lk, offs, outpos, u, v, k, e)
+    pos = 0
+    for s, d, key, off, bounds, counts in work:
+        outpos = pos + np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+        _prepare_blocks(s, d, key, np.int64(off), bounds, outpos, u, v, k, e)
+        pos += int(counts.sum())
     return Chunk(u, v, k, e, packing=packing)
-
