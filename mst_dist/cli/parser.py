@@ -167,6 +167,15 @@ def _add_run_arguments(r, submit=False):
                        help="run on the ranks of this MPI job (mpirun -n 4 mst-dist run --mpi CONFIG): "
                             "rank 0 the scheduler, rank 1 the run, the others workers (dask-mpi)")
 
+    t = r.add_argument_group("security (TLS; overrides the config's cluster.security)")
+    t.add_argument("--tls-ca-file", metavar="PEM", help="the certificate authority that signed the cluster's "
+                                                        "certificates (cluster.security.ca_file)")
+    t.add_argument("--tls-cert", metavar="PEM", help="this side's certificate (cluster.security.cert)")
+    t.add_argument("--tls-key", metavar="PEM", help="its private key (cluster.security.key)")
+    t.add_argument("--require-encryption", action=argparse.BooleanOptionalAction, default=None,
+                   help="refuse unencrypted connections (cluster.security.require_encryption; default: on "
+                        "with certificates); a local cluster without certificates makes temporary ones")
+
     d = r.add_argument_group("report")
     d.add_argument("--json", action="store_true",
                    help="print the JSON run report (config, versions, cluster, stats, timings, "
@@ -294,7 +303,9 @@ def run_config_from_args(args):
             raise ConfigError("--format: only with an output (--output PATH)")
         raw["output"] = {**raw["output"], "format": args.format}
     if args.scheduler is not None:
-        raw["cluster"] = {"kind": "address", "address": args.scheduler}
+        cluster = raw.get("cluster") if isinstance(raw.get("cluster"), dict) else {}
+        keep = {"security": cluster["security"]} if "security" in cluster else {}  # the config's TLS stays
+        raw["cluster"] = {"kind": "address", "address": args.scheduler, **keep}
     if getattr(args, "mpi", False):
         if args.scheduler is not None:
             raise ConfigError("--mpi and --scheduler: give one (--mpi starts its own scheduler)")
@@ -307,6 +318,12 @@ def run_config_from_args(args):
     if local:
         cluster = raw.get("cluster") if isinstance(raw.get("cluster"), dict) else {}
         raw["cluster"] = {**cluster, **local}
+    tls = {k: v for k, v in (("ca_file", args.tls_ca_file), ("cert", args.tls_cert), ("key", args.tls_key),
+                             ("require_encryption", args.require_encryption)) if v is not None}
+    if tls:
+        cluster = raw.get("cluster") if isinstance(raw.get("cluster"), dict) else {}
+        security = cluster.get("security") if isinstance(cluster.get("security"), dict) else {}
+        raw["cluster"] = {**cluster, "security": {**security, **tls}}
     if submit:
         cluster = raw.get("cluster") if isinstance(raw.get("cluster"), dict) else {}
         if cluster.get("kind") != "address":

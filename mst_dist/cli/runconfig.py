@@ -14,7 +14,7 @@ import dask.config
 import yaml
 
 from mst_dist.config import BACKENDS, STREAM_MODES, ConfigError, get
-from mst_dist.deploy import CLUSTERS, memory_limit_value
+from mst_dist.deploy import CLUSTERS, memory_limit_value, security_of
 from mst_dist.generators import GENERATORS, parameters, shared_parameters
 
 __all__ = [
@@ -99,7 +99,11 @@ _CLUSTER_KEYS = {
     "job_extra_directives": ("list[str]|null", None, _JOBQUEUE),
     "job_script_prologue": ("list[str]|null", None, _JOBQUEUE),
     "worker_extra_args": ("list[str]|null", None, _JOBQUEUE),
+    "security": ("mapping|null", None, CLUSTER_KINDS),
 }
+#: cluster.security key -> type (TLS: see :func:`mst_dist.deploy._core.security_of`).
+_SECURITY_KEYS = {"ca_file": "str|null", "cert": "str|null", "key": "str|null",
+                  "require_encryption": "bool|null"}
 #: Per-kind types where they differ from the table: workers per job for dask-jobqueue.
 _KIND_TYPES = {("processes", "slurm"): "int|null", ("processes", "pbs"): "int|null"}
 
@@ -316,6 +320,9 @@ def _validate_cluster(raw, source):
             out[name] = None
         else:
             out[name] = _setting(f"cluster.{name}", raw, name, setting, spec, source)
+    out["security"] = _validate_security(out.get("security"), kind, source)
+    if out["security"] is None:
+        del out["security"]  # Dask's own TLS settings, if any
     if "memory_limit" in out:
         try:
             out["memory_limit"] = memory_limit_value(out["memory_limit"])
@@ -331,12 +338,36 @@ def _validate_cluster(raw, source):
     if kind == "address" and not out["address"]:
         _fail("cluster.address", "missing: kind 'address' needs the scheduler's address "
               "(e.g. tcp://host:8786)", source)
+    if kind == "address":
+        from mst_dist.deploy._core import check_address_security
+
+        try:
+            check_address_security(out["address"], security_of(out.get("security")))
+        except ConfigError as e:
+            _fail("cluster.address", str(e).split(": ", 1)[1], source)
     if kind in _JOBQUEUE:
         for name in ("cores", "memory"):
             if out[name] is None and dask.config.get(f"jobqueue.{kind}.{name}", None) is None:
                 _fail(f"cluster.{name}", f"missing: kind {kind!r} needs {name} (per job); set it here or "
                       f"in the dask config jobqueue.{kind}.{name} (see cluster/jobqueue-{kind}.yaml)",
                       source)
+    return out
+
+
+def _validate_security(raw, kind, source):
+    """The ``cluster.security`` section (TLS for the cluster's connections), or ``None``."""
+    if raw is None:
+        return None
+    raw = _mapping("cluster.security", raw, tuple(_SECURITY_KEYS), source)
+    out = {name: _check_type(f"cluster.security.{name}", raw.get(name), spec, source)
+           for name, spec in _SECURITY_KEYS.items()}
+    local = kind in ("local", "local-cuda")
+    try:
+        if not (local and out["require_encryption"] and not any(out[k] for k in ("ca_file", "cert", "key"))):
+            security_of(out)  # (local kinds make temporary certificates when the cluster starts)
+    except ValueError as e:
+        path, _, message = str(e).partition(": ")
+        _fail(f"cluster.{path}", message, source)
     return out
 
 

@@ -1,11 +1,20 @@
-"""What the cluster kinds share: the warm-up preload, workers' memory limits, waiting for workers."""
+"""What the cluster kinds share: the warm-up preload, workers' memory limits, waiting for workers,
+where clusters listen (loopback unless told otherwise) and their TLS security."""
 from __future__ import annotations
 
 import logging
+import os
 
-__all__ = ["WARMUP", "MIN_MEMORY_LIMIT", "memory_limit_value", "wait_for_workers"]
+__all__ = ["WARMUP", "MIN_MEMORY_LIMIT", "LOOPBACK", "SECURITY_KEYS", "memory_limit_value", "wait_for_workers",
+           "security_of", "check_address_security", "protocol_of"]
 
 logger = logging.getLogger("mst_dist")
+
+#: Where the clusters mst-dist starts on this machine listen unless an address or interface is given.
+LOOPBACK = "127.0.0.1"
+
+#: Keys of a run config's ``cluster.security`` section (TLS): file paths and whether to refuse plain TCP.
+SECURITY_KEYS = ("ca_file", "cert", "key", "require_encryption")
 
 #: The worker preload that compiles the kernels at start (``dask worker --preload``).
 WARMUP = "mst_dist.engine.warmup"
@@ -87,3 +96,91 @@ def wait_for_workers(client, cfg, what, n=1):
                                "are the workers or their jobs still starting?") from None
         logger.warning("%s: %d of %d workers joined within %g s (cluster.wait_timeout); running on those",
                        what, have, n, timeout)
+
+
+def security_of(section, temporary=False):
+    """The :class:`distributed.security.Security` of a ``cluster.security`` section, or ``None``.
+
+    ``ca_file`` (the certificate authority that signed every party's
+    certificate), ``cert`` and ``key`` (this party's certificate and private
+    key, PEM; ``key`` may be left out when ``cert`` holds both) serve every
+    role: client, scheduler and workers, as ``dask scheduler --tls-ca-file
+    --tls-cert --tls-key`` does.  ``require_encryption`` (default: true when
+    certificates are given) refuses plain ``tcp://`` connections.  With no
+    section (``None`` or empty) the answer is ``None``: Dask's own settings
+    (``distributed.comm.tls.*``, ``DASK_DISTRIBUTED__COMM__TLS__*``) apply.
+    ``temporary`` (clusters started on this machine): ``require_encryption``
+    without certificates makes a throw-away certificate authority
+    (:meth:`Security.temporary <distributed.security.Security.temporary>`,
+    needs the ``cryptography`` package).  Raises :class:`ValueError` naming
+    the key for a file that cannot be read or certificates without their CA.
+    """
+    from distributed.security import Security
+
+    section = {k: v for k, v in (section or {}).items() if v is not None}
+    if not section:
+        return None
+    for name in ("ca_file", "cert", "key"):
+        path = section.get(name)
+        if path is not None and not os.path.isfile(os.path.expanduser(path)):
+            raise ValueError(f"security.{name}: no such file: {path!r}")
+    files = {k: os.path.expanduser(section[k]) for k in ("ca_file", "cert", "key") if k in section}
+    require = section.get("require_encryption")
+    if files and not ("ca_file" in files and "cert" in files):
+        missing = " and ".join(k for k in ("ca_file", "cert") if k not in files)
+        raise ValueError(f"security: TLS needs ca_file and cert (and key unless cert holds it); "
+                         f"{missing} missing")
+    if not files:
+        if not require:
+            return None
+        if not temporary:
+            raise ValueError("security.require_encryption: needs certificates to encrypt with: give "
+                             "security.ca_file, cert and key (--tls-ca-file, --tls-cert, --tls-key)")
+        try:
+            return Security.temporary()
+        except ImportError as e:  # pragma: no cover - distributed depends on cryptography's absence only
+            raise ValueError(f"security.require_encryption without certificates makes temporary ones, "
+                             f"which needs the cryptography package ({e}); or give security.ca_file, "
+                             "cert and key") from None
+    roles = {}
+    for role in ("client", "scheduler", "worker"):
+        roles[f"tls_{role}_cert"] = files["cert"]
+        if "key" in files:
+            roles[f"tls_{role}_key"] = files["key"]
+    return Security(tls_ca_file=files["ca_file"], require_encryption=True if require is None else require,
+                    **roles)
+
+
+def _has_tls(security, role="client"):
+    from distributed.security import Security
+
+    security = security if security is not None else Security()
+    return security.get_connection_args(role).get("ssl_context") is not None
+
+
+def protocol_of(security):
+    """``"tls://"`` when ``security`` (or Dask's TLS settings) has certificates, else ``None`` (Dask's choice)."""
+    return "tls://" if _has_tls(security) else None
+
+
+def check_address_security(address, security, where="cluster.address"):
+    """Check before connecting that ``security`` can speak to ``address``; :class:`ConfigError` if not.
+
+    A ``tls://`` address needs certificates (the ``cluster.security``
+    section, its flags, or Dask's ``distributed.comm.tls.*`` settings): Dask
+    alone would fail with ``TypeError: TLS expects a ssl_context``.  With
+    ``require_encryption`` a ``tcp://`` address would be refused.
+    """
+    from distributed.security import Security
+
+    from mst_dist.config import ConfigError
+
+    scheme = address.split("://", 1)[0] if "://" in address else "tcp"
+    sec = security if security is not None else Security()
+    if scheme == "tls" and not _has_tls(sec):
+        raise ConfigError(f"{where}: {address!r} speaks TLS: give the certificates (cluster.security: "
+                          "ca_file, cert, key; or --tls-ca-file, --tls-cert, --tls-key; or Dask's "
+                          "distributed.comm.tls.* settings)", key=where)
+    if scheme != "tls" and sec.require_encryption:
+        raise ConfigError(f"{where}: {address!r} is not encrypted and security.require_encryption is on: "
+                          f"use the scheduler's tls:// address", key=where)

@@ -34,14 +34,24 @@ logger = logging.getLogger("mst_dist")
 def connect(cfg):
     """A client of the scheduler at ``cluster.address`` (the cluster is left running on exit).
 
-    Waits up to ``cluster.wait_timeout`` for a worker.
+    Waits up to ``cluster.wait_timeout`` for a worker.  ``cluster.security``
+    gives the TLS certificates (else Dask's ``distributed.comm.tls.*``); a
+    ``tls://`` address without any is a :class:`~mst_dist.config.ConfigError`
+    saying what to give, before connecting.
     """
     from distributed import Client
 
+    from mst_dist.config import ConfigError
+    from mst_dist.deploy._core import check_address_security, security_of
     from mst_dist.diagnostics import dashboard
 
+    try:
+        security = security_of(cfg.get("security"))
+    except ValueError as e:
+        raise ConfigError(f"cluster.{e}", key="cluster.security") from None
+    check_address_security(cfg["address"], security)
     logger.info("connecting to the scheduler at %s", cfg["address"])
-    with Client(cfg["address"]) as client:
+    with Client(cfg["address"], security=security) as client:
         # the MST page, unless the scheduler has it (--preload mst_dist.diagnostics.dashboard) or cannot
         # import mst_dist
         dashboard.register(client, quiet=True)

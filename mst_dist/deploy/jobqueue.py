@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import logging
 
-from mst_dist.deploy._core import WARMUP, wait_for_workers
+from mst_dist.deploy._core import WARMUP, security_of, wait_for_workers
 from mst_dist.environment import optional_import
 
 __all__ = ["JOBQUEUE_KEYS", "job_cluster", "open_jobqueue"]
@@ -26,7 +26,14 @@ JOBQUEUE_KEYS = ("cores", "memory", "processes", "queue", "account", "walltime",
 
 
 def job_cluster(cfg):
-    """The dask-jobqueue cluster of a ``slurm`` or ``pbs`` section (scheduler started, no jobs yet)."""
+    """The dask-jobqueue cluster of a ``slurm`` or ``pbs`` section (scheduler started, no jobs yet).
+
+    With ``interface`` the scheduler and the workers listen on that network
+    interface only (dask-jobqueue's ``--interface``); the dashboard on
+    ``dashboard_address`` (loopback by default).  ``security``: the
+    scheduler and the workers speak ``tls://`` with those certificates
+    (the files must be readable on the compute nodes too).
+    """
     kind = cfg["kind"]
     jq = optional_import("dask_jobqueue", extra="hpc", what=f"cluster kind {kind!r}")
     cls = {"slurm": jq.SLURMCluster, "pbs": jq.PBSCluster}[kind]
@@ -40,6 +47,15 @@ def job_cluster(cfg):
         if WARMUP not in args:
             kw["worker_extra_args"] = [*args, "--preload", WARMUP]
     kw["scheduler_options"] = {"dashboard_address": cfg.get("dashboard_address")}
+    try:
+        security = security_of(cfg.get("security"))
+    except ValueError as e:
+        from mst_dist.config import ConfigError
+
+        raise ConfigError(f"cluster.{e}", key="cluster.security") from None
+    if security is not None:
+        # dask-jobqueue then speaks tls:// and gives the workers --tls-ca-file/--tls-cert/--tls-key
+        kw["security"] = security
     return cls(**kw)
 
 

@@ -4,6 +4,10 @@
 ``LocalCluster`` sized to the machine, threads only (the kernels release the
 GIL), its dashboard on 127.0.0.1 with the link logged, shut down on exit.
 :func:`open_local` is the same cluster for a run config's ``cluster`` section.
+Everything it starts listens on loopback: the scheduler and worker processes'
+comm ports, the dashboard (unless ``dashboard_address`` says otherwise) and
+every worker's web server (Dask's default for in-process workers is every
+interface).
 """
 from __future__ import annotations
 
@@ -52,9 +56,23 @@ def local_gpu(backend):
     return False
 
 
+def _loopback_worker(scheduler, dashboard_address=None, **kwargs):
+    """An in-process Dask worker whose web server listens on loopback.
+
+    ``LocalCluster`` leaves an in-process worker's ``dashboard_address``
+    unset, and Dask then binds its web server (health, metrics) to every
+    interface; asking for a worker dashboard instead would import Bokeh.
+    """
+    from distributed import Worker
+
+    from mst_dist.deploy._core import LOOPBACK
+
+    return Worker(scheduler, dashboard_address=dashboard_address or f"{LOOPBACK}:0", **kwargs)
+
+
 @contextlib.contextmanager
 def embedded(n_workers=None, threads_per_worker=None, processes=None,
-             dashboard_address=_UNSET, memory_limit=_UNSET, gpu=False, **kwargs):
+             dashboard_address=_UNSET, memory_limit=_UNSET, gpu=False, security=None, **kwargs):
     """An in-process Dask cluster and its client, closed on exit.
 
     Unset arguments come from the ``mst.cluster`` configuration: one worker
@@ -70,11 +88,16 @@ def embedded(n_workers=None, threads_per_worker=None, processes=None,
     graph whose resident chunks would not fit in the workers' limits
     (``mst.stream: auto``).  A bad value is a :class:`~mst_dist.config.ConfigError`
     naming the setting.
+
+    ``security`` (a :class:`distributed.security.Security`, see
+    :func:`~mst_dist.deploy._core.security_of`): worker processes, or
+    ``require_encryption``, talk ``tls://`` with its certificates.  The
+    scheduler, worker processes and web servers listen on 127.0.0.1.
     """
     from distributed import Client, LocalCluster
 
     from mst_dist import config
-    from mst_dist.deploy._core import memory_limit_value
+    from mst_dist.deploy._core import LOOPBACK, memory_limit_value, protocol_of
 
     n_workers = config.get("cluster.n-workers", n_workers) or 1
     threads_per_worker = config.get("cluster.threads-per-worker", threads_per_worker)
@@ -92,6 +115,14 @@ def embedded(n_workers=None, threads_per_worker=None, processes=None,
         threads_per_worker = max(1, _cores() // max(1, n_workers))
     if gpu:
         kwargs.setdefault("resources", {"GPU": 1})
+    if processes:
+        kwargs.setdefault("host", LOOPBACK)
+    else:
+        kwargs.setdefault("worker_class", _loopback_worker)
+    if security is not None:
+        kwargs["security"] = security
+        if processes or security.require_encryption:
+            kwargs.setdefault("protocol", protocol_of(security) or "tcp://")
     cluster = LocalCluster(n_workers=n_workers, threads_per_worker=threads_per_worker,
                            processes=processes, dashboard_address=dashboard_address,
                            memory_limit=memory_limit, **kwargs)
@@ -102,7 +133,7 @@ def embedded(n_workers=None, threads_per_worker=None, processes=None,
                 from mst_dist.diagnostics.dashboard import register
 
                 register(client)  # the dashboard's MST page
-            link = _dashboard_link(cluster, dashboard_address)
+            link = _dashboard_link(client, dashboard_address)
             logger.info("embedded Dask cluster: %d worker%s x %d thread(s)%s%s%s", n_workers,
                         " process(es)" if processes else "(s)", threads_per_worker,
                         " with a GPU" if gpu else "", _memory_text(client),
@@ -123,10 +154,17 @@ def open_local(cfg, gpu=False):
     ``resources={"GPU": 1}`` and run the GPU kernels on this machine's
     device (see :func:`local_gpu`).
     """
+    from mst_dist.config import ConfigError
+    from mst_dist.deploy._core import security_of
+
     memory = {"memory_limit": cfg["memory_limit"]} if "memory_limit" in cfg else {}
+    try:
+        security = security_of(cfg.get("security"), temporary=True)
+    except ValueError as e:
+        raise ConfigError(f"cluster.{e}", key="cluster.security") from None
     with embedded(n_workers=cfg.get("n_workers") or 1, threads_per_worker=cfg.get("threads_per_worker"),
                   processes=cfg.get("processes"), dashboard_address=cfg.get("dashboard_address"),
-                  gpu=gpu, **memory) as client:
+                  gpu=gpu, security=security, **memory) as client:
         yield client
 
 
@@ -143,13 +181,11 @@ def _memory_text(client):
     return f", {format_bytes(next(iter(limits)))} each"
 
 
-def _dashboard_link(cluster, dashboard_address):
-    """The dashboard's URL on the interface it is bound to (not the host's public name)."""
+def _dashboard_link(client, dashboard_address):
+    """The dashboard's URL on the address its server listens on (not the host's public name)."""
     if not dashboard_address:
         return None
-    try:
-        port = cluster.scheduler.http_server.port
-    except AttributeError:  # pragma: no cover - remote scheduler
-        return cluster.dashboard_link
-    host = str(dashboard_address).rsplit(":", 1)[0] or "127.0.0.1"
-    return f"http://{host}:{port}/status"
+    from mst_dist.diagnostics.dashboard import PAGE, dashboard_link
+
+    link = dashboard_link(client)
+    return link[: -len(PAGE)] + "/status" if link else None

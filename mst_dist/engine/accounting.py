@@ -3,7 +3,9 @@
 During a run, a distributed round's bytes moved are an estimate (candidates
 plus one round map per extra worker); when the run ends, :func:`exact_bytes`
 replaces them by what the workers' transfer logs say they received for each
-round's tasks.
+round's tasks, and :func:`settle_overlaps` gives each distributed round the
+wall time its own tasks ran in (a round submitted ahead starts before the
+driver hears that the round before it ended).
 """
 from __future__ import annotations
 
@@ -55,6 +57,35 @@ def local_rounds(rnd, rec, wall):
             h2d_bytes=rec.h2d if first else 0, d2h_bytes=rec.d2h if first else 0,
             gpu_edges=t.edges_before if rec.kind == "gpu" else 0))
     return out
+
+
+def _kernel(r):
+    return sum(r.phase_seconds.values())
+
+
+def settle_overlaps(rounds):
+    """Give each distributed round at least its kernel seconds of wall time (in place).
+
+    A round's wall time is the driver's: from the previous round's record
+    to its own.  Round ``r + 1`` is submitted ahead, so its tasks start the
+    moment round ``r``'s contract ends on its worker, while ``r``'s record is
+    still on its way to the driver: part of ``r + 1``'s work falls in ``r``'s
+    window, and ``wall - kernel`` (the overhead) of ``r + 1`` would read
+    negative.  That part moves from ``r``'s window to ``r + 1``'s, last round
+    first (so the sum of the rounds' wall times stays the time they took);
+    the first round of a run of distributed rounds, which overlapped what came
+    before it (loading, the light split), keeps at least its kernel seconds.
+    """
+    for i in range(len(rounds) - 1, -1, -1):
+        r = rounds[i]
+        if not r.mode.startswith("distributed"):
+            continue
+        deficit = _kernel(r) - r.wall_seconds
+        if deficit <= 0:
+            continue
+        r.wall_seconds += deficit
+        if i and rounds[i - 1].mode.startswith("distributed"):
+            rounds[i - 1].wall_seconds -= deficit
 
 
 def exact_bytes(client, rounds, token, since, n_workers):

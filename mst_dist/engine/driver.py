@@ -495,6 +495,7 @@ class Driver:
             except Exception:  # a worker gone since: its memory went with it
                 logger.debug("could not free the round maps on the GPU workers", exc_info=True)
         accounting.exact_bytes(self.client, stats.rounds, self.token, self.wall_start, self.n_workers)
+        accounting.settle_overlaps(stats.rounds)
         self._publish("run-end", total_seconds=stats.total_seconds, n_rounds=stats.n_rounds,
                       forest_edges=n_forest, n_components=int(n_components),
                       bytes_moved=stats.bytes_moved,

@@ -18,7 +18,7 @@ def test_local_cuda_options(monkeypatch):
     assert cuda.local_cuda_cluster(cluster_of(kind="local-cuda", n_workers=2, cuda_visible_devices="0,1",
                                               memory_limit="8GiB")) == "cluster"
     assert seen == {"n_workers": 2, "CUDA_VISIBLE_DEVICES": "0,1", "threads_per_worker": 1,
-                    "memory_limit": "8GiB", "dashboard_address": "127.0.0.1:0", "resources": {"GPU": 1},
+                    "memory_limit": "8GiB", "dashboard_address": "127.0.0.1:0", "host": "127.0.0.1", "resources": {"GPU": 1},
                     "preload": ["mst_dist.engine.warmup"]}
 
 
@@ -33,7 +33,7 @@ def test_local_cuda_defaults(monkeypatch):
     cuda.local_cuda_cluster(cluster_of(kind="local-cuda"))
     cuda.local_cuda_cluster(cluster_of(kind="local-cuda", warmup=False, threads_per_worker=2))
     assert seen[0] == {"threads_per_worker": 1, "memory_limit": "auto", "dashboard_address": "127.0.0.1:0",
-                       "resources": {"GPU": 1}, "preload": ["mst_dist.engine.warmup"]}
+                       "host": "127.0.0.1", "resources": {"GPU": 1}, "preload": ["mst_dist.engine.warmup"]}
     assert "preload" not in seen[1] and seen[1]["threads_per_worker"] == 2 and seen[1]["resources"] == {"GPU": 1}
 
 

@@ -47,7 +47,7 @@ def test_mpirun_run(tmp_path):
         "local_finish: 0\npartitions: 4\noutput: {path: forest.npz}\n"
         "cluster: {kind: mpi, threads_per_worker: 1, wait_timeout: 120}\n")
     t0 = time.monotonic()
-    p = mpirun(exe, 4, "run", "--mpi", "run.yaml", "--json", "--report", "report.json", cwd=tmp_path)
+    p = mpirun(exe, 4, "run", "--mpi", "run.yaml", "--json", "--report", "report.json", "-v", cwd=tmp_path)
     took = time.monotonic() - t0
     assert p.returncode == 0, p.stderr[-4000:]
     rep = json.loads(p.stdout)  # only rank 1 writes to stdout

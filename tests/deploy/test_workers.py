@@ -99,7 +99,8 @@ def test_worker_spec_flags_in_comments_match(name):
     spec, text = spec_of(name)
     opts = spec["opts"]
     flags = flag_form(text)
-    assert set(flags) == {"--nthreads", "--memory-limit", "--resources", "--preload", "--death-timeout"}
+    assert set(flags) == {"--host", "--nthreads", "--memory-limit", "--resources", "--preload", "--death-timeout"}
+    assert flags["--host"] == opts["host"] == "127.0.0.1"  # loopback unless edited for a cluster
     assert int(flags["--nthreads"]) == opts["nthreads"]
     assert flags["--memory-limit"] == str(opts["memory_limit"])
     assert resources_of(flags["--resources"]) == resources_of(opts["resources"])
