@@ -16,7 +16,6 @@ the worker-side functions are :mod:`mst_dist.engine.tasks`.
 """
 from __future__ import annotations
 
-import contextlib
 import logging
 import operator
 import os
@@ -26,7 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from distributed import as_completed, wait
 
-from mst_dist.engine import accounting, passes, tasks
+from mst_dist.engine import accounting, checkpoint, passes, tasks
 from mst_dist.engine.cluster_info import scheduler_workers
 from mst_dist.engine.keys import EVENT_TOPIC, new_token
 from mst_dist.engine.placement import measure_throughput, pin, place, placement_stats, worker_kinds
@@ -97,7 +96,8 @@ class Driver:
 
     def __init__(self, graph: Graph, client, *, partitions=None, local_finish="auto",
                  split_every=8, light_factor=1.5, min_degree=3.0, progress=None, publish=True,
-                 backend="auto", throughput=None, stream="auto", output=None, labels_output=None):
+                 backend="auto", throughput=None, stream="auto", output=None, labels_output=None,
+                 checkpoint=None, resume=True):
         self.g = graph
         self.client = client
         self.partitions_asked = partitions
@@ -112,6 +112,8 @@ class Driver:
         self.stream_asked = stream
         self.output = None if output is None else os.fspath(output)
         self.labels_output = None if labels_output is None else os.fspath(labels_output)
+        self.checkpoint = checkpoint
+        self.resume = resume
         self.token = new_token()
 
     # -- the run ------------------------------------------------------------------
@@ -120,13 +122,104 @@ class Driver:
         """Compute the forest: connect, load (or stream), light pass, rounds, local finish, assemble."""
         self.t_start = time.perf_counter()
         self.wall_start = time.time()
+        self.open_checkpoint()
         self.connect()
         if self.streaming:
             st = self.stream()
         else:
             st = self.load()
-            self.solve(st)
-        return self.assemble(st)
+            if self.saved is not None:
+                self.resume_rounds(st)
+            if self.saved is None or not self.saved["complete"]:
+                self.solve(st)
+        result = self.assemble(st)
+        if self.ckpt is not None:
+            self.ckpt.discard()  # the run is done: a rerun starts over
+        return result
+
+    # -- checkpoints ----------------------------------------------------------------
+
+    def open_checkpoint(self):
+        """The checkpoint directory, and the state saved there to go on from (``None``: none)."""
+        self.ckpt = self.saved = None
+        self._ck_labels = self._ck_forest = None
+        if self.checkpoint is None:
+            return
+        options = {"partitions": self.partitions_asked, "local_finish": self.local_finish_asked,
+                   "split_every": self.split_every, "light_factor": self.light_factor,
+                   "min_degree": self.min_degree, "backend": self.backend, "stream": self.stream_asked}
+        self.ckpt = checkpoint.Checkpoint(self.checkpoint, self.g, options, resume=self.resume)
+        self.saved = self.ckpt.open()
+        if self.saved is not None:
+            logger.info("resuming from checkpoint %s: %s %d done, %d components left", self.ckpt.path,
+                        "pass" if self.saved["mode"] == "stream" else "round",
+                        self.saved["passes"] if self.saved["mode"] == "stream" else self.saved["round"],
+                        self.saved["components"])
+
+    def _save(self, index, labels, forest, parts=(), **where):
+        """Write one state (a worker writes the arrays), then the manifest naming it."""
+        with self.ckpt.saving(**where) as tmp:
+            self.client.submit(checkpoint.write_state, tmp, labels, forest, *parts,
+                               key=self.builder.key("checkpoint", index, self.ckpt.saves), pure=False).result()
+
+    def save_round(self, st, rmap, chosen, rec):
+        """Checkpoint a resident run after a round or the local finish: labels and forest so far."""
+        c, key = self.client, self.builder.key
+        self._ck_labels = c.submit(checkpoint.compose_labels, self._ck_labels, rmap,
+                                   key=key("checkpoint-labels", st.rnd))
+        self._ck_forest = c.submit(checkpoint.merge_forest, self._ck_forest, chosen,
+                                   key=key("checkpoint-forest", st.rnd))
+        self._save(st.rnd, self._ck_labels, self._ck_forest, mode="resident", round=st.rnd,
+                   components=st.n_comp, edges_left=st.edges_left, light=st.light,
+                   record=checkpoint.record_dict(rec), complete=st.n_comp == 0 and not st.light)
+
+    def resume_rounds(self, st):
+        """Go on from a resident run's checkpoint: the loaded chunks, relabelled by the saved labels.
+
+        The labels become the pending round map, so the next round's
+        filter-edges (or the local finish) relabels every edge and drops the
+        self-loops: what is left is the graph contracted along the forest
+        edges saved.  Rounds are numbered on from the saved ones.
+        """
+        s, c, key = self.saved, self.client, self.builder.key
+        d, rnd = self.ckpt.state_dir(s), s["round"]
+        labels = c.submit(checkpoint.read_labels, d, s["components"], key=key("resume-labels", rnd), pure=False)
+        forest = c.submit(checkpoint.read_forest, d, key=key("resume-forest", rnd), pure=False)
+        self._ck_labels, self._ck_forest = labels, forest
+        st.chunks = self._prepared(st)
+        st.rmap, st.maps, st.chosen = labels, [labels], [forest]
+        st.n_comp, st.rnd, st.prev = s["components"], rnd, checkpoint.record(s)
+        if not s["light"]:  # during a light pass the saved count left out the heavy edges
+            st.edges_left = s["edges_left"]
+        if st.n_comp == 0:
+            st.t_solve = time.perf_counter()
+        self.stats.resumed_from = rnd
+
+    def save_pass(self, st, k, hi, n_live, chosen):
+        """Checkpoint a streaming run after pass ``k``: vertex map, forest and its rows so far."""
+        self._ck_forest = self.client.submit(checkpoint.merge_forest, self._ck_forest, chosen,
+                                             key=self.builder.key("checkpoint-forest", k))
+        rows = [r for rs in st.rows.values() for r in rs]
+        self._save(k, st.vmap, self._ck_forest, rows, mode="stream", round=st.rnd, passes=k,
+                   components=n_live, threshold=None if hi is None else list(hi), complete=hi is None,
+                   rows=bool(rows), light=False, record=None)
+
+    def resume_passes(self, st):
+        """Go on from a streaming run's checkpoint: ``(lo, components, passes done, complete)``."""
+        s, c, key = self.saved, self.client, self.builder.key
+        d, k = self.ckpt.state_dir(s), s["passes"]
+        st.vmap = c.submit(checkpoint.read_labels, d, key=key("resume-vmap", k), pure=False)
+        self._ck_forest = c.submit(checkpoint.read_forest, d, key=key("resume-forest", k), pure=False)
+        st.chosen = [self._ck_forest]
+        if s["rows"]:
+            for i, (_, a, b, off) in enumerate(self.ranges):
+                st.rows[i] = [c.submit(checkpoint.read_rows, d, off, off + b - a, self.g.n_vertices,
+                                       key=key("resume-rows", k, i), pure=False)]
+        st.rnd = s["round"]
+        self.stats.resumed_from = st.rnd
+        lo = None if s["threshold"] is None else tuple(s["threshold"])
+        return lo, s["components"], k, s["complete"]
+
 
     def solve(self, st, light=True):
         """Rounds until every component is finished: light pass, distributed rounds, local finish."""
@@ -169,6 +262,8 @@ class Driver:
         self.total_memory = sum((w.get("memory_limit") or 0) for w in workers.values()) or \
             min_memory * self.n_workers
         self.streaming = should_stream(self.stream_asked, self.g, self.total_memory)
+        if self.saved is not None:  # go on as the saved run went ("auto" may now decide otherwise)
+            self.streaming = self.saved["mode"] == "stream"
         self.plan = plan_run(self.g.n_edges, kinds=self.kinds, threads=self.threads, min_memory=min_memory,
                              device_memory=device_memory, partitions=self.partitions_asked,
                              local_finish=self.local_finish_asked, throughput=measured,
@@ -217,8 +312,10 @@ class Driver:
         sample = self._stream_sample(st)
         self.stats.setup_seconds = time.perf_counter() - self.t_start
         st.t_solve = time.perf_counter()
-        lo, n_live, k = None, g.n_vertices, 0
-        while True:
+        lo, n_live, k, done = None, g.n_vertices, 0, False
+        if self.saved is not None:
+            lo, n_live, k, done = self.resume_passes(st)
+        while not done:
             k += 1
             hi = self._next_threshold(sample, st.vmap, lo, n_live, k)
             kept, rows = self._stream_pass(st, k, lo, hi)
@@ -237,6 +334,8 @@ class Driver:
             st.vmap = self.client.submit(operator.getitem, composed, 0, key=self.builder.key("pass-vmap", k))
             n_live = self.client.submit(operator.getitem, composed, 1,
                                         key=self.builder.key("pass-components", k)).result()
+            if self.ckpt is not None:
+                self.save_pass(st, k, hi, n_live, chosen)
             if hi is None:
                 break
             lo = hi
@@ -414,6 +513,8 @@ class Driver:
             st.chunks, st.rmap, st.prev = pending.edges, pending.rmap, rec
             st.n_comp, st.edges_left = rec.n_next, rec.chunks.edges
             st.rnd += 1
+            if self.ckpt is not None and not self.streaming:
+                self.save_round(st, pending.rmap, pending.chosen, rec)
             if st.light:
                 st.light_maps.append(st.rmap)
                 if st.edges_left == 0:
@@ -442,11 +543,10 @@ class Driver:
             args = (st.raws, None, st.n_comp, st.prev, st.offsets)
         else:
             args = (st.chunks, st.rmap, st.n_comp, st.prev, None)
-        with self._task_progress():  # the task tells its rounds as it goes
-            rmap, chosen, rec_f = self.builder.local(st.rnd, *args, self.light_factor, self.min_degree, worker)
-            st.maps.append(rmap)
-            st.chosen.append(chosen)
-            rec = rec_f.result()
+        rmap, chosen, rec_f = self.builder.local(st.rnd, *args, self.light_factor, self.min_degree, worker)
+        st.maps.append(rmap)
+        st.chosen.append(chosen)
+        rec = rec_f.result()
         wall = time.perf_counter() - t0
         if st.chunks is None:
             self.stats.setup_seconds += rec.prepare
@@ -460,6 +560,8 @@ class Driver:
             self._publish("round", **r.to_dict())
         st.rnd += max(1, len(local))
         st.n_comp = 0
+        if self.ckpt is not None and not self.streaming:
+            self.save_round(st, rmap, chosen, None)
 
     def assemble(self, st) -> MSFResult:
         """The forest's ids and rows, the component labels, exact bytes moved: the result."""
@@ -495,7 +597,6 @@ class Driver:
             except Exception:  # a worker gone since: its memory went with it
                 logger.debug("could not free the round maps on the GPU workers", exc_info=True)
         accounting.exact_bytes(self.client, stats.rounds, self.token, self.wall_start, self.n_workers)
-        accounting.settle_overlaps(stats.rounds)
         self._publish("run-end", total_seconds=stats.total_seconds, n_rounds=stats.n_rounds,
                       forest_edges=n_forest, n_components=int(n_components),
                       bytes_moved=stats.bytes_moved,
@@ -572,43 +673,6 @@ class Driver:
             self.client.log_event(EVENT_TOPIC, {"event": event, "run": self.token, **payload})
         except Exception:  # an old scheduler or a closing client must not break a run
             logger.debug("could not publish %s", event, exc_info=True)
-
-    @contextlib.contextmanager
-    def _task_progress(self):
-        """While inside: the ``phase`` events this run's tasks send (``source="task"``) go to ``progress``.
-
-        The single-task solve tells each round it ends on the event topic
-        (:func:`mst_dist.engine.tasks.round_reporter`); the client hears them
-        through a topic subscription.
-        """
-        if self.progress is None:
-            yield
-            return
-
-        def hear(event):
-            msg = event[1] if isinstance(event, tuple) and len(event) == 2 else event
-            if not (isinstance(msg, dict) and msg.get("run") == self.token and msg.get("source") == "task"):
-                return
-            ev = {k: v for k, v in msg.items() if k not in ("event", "run", "source")}
-            ev["elapsed"] = time.perf_counter() - self.t_start
-            try:
-                self.progress(ev)
-            except Exception:  # a broken progress display must not break a run
-                logger.exception("progress callback failed")
-
-        try:
-            self.client.subscribe_topic(EVENT_TOPIC, hear)
-        except Exception:  # an old scheduler: progress moves per task only
-            logger.debug("no event subscription", exc_info=True)
-            yield
-            return
-        try:
-            yield
-        finally:
-            try:
-                self.client.unsubscribe_topic(EVENT_TOPIC)
-            except Exception:  # a closed client
-                logger.debug("could not unsubscribe", exc_info=True)
 
     def _emit(self, **ev):
         ev["elapsed"] = time.perf_counter() - self.t_start

@@ -1,0 +1,335 @@
+"""Checkpoints: where a run stands after each finished round or pass, to go on after preemption.
+
+A run given ``checkpoint=DIR`` saves, after every distributed round and the
+local finish of a resident run, and after every pass of a streaming one,
+what the rest of the run needs, in ``DIR``:
+
+``state-<n>/labels.npy``
+    every vertex's component so far, as a round map over the original
+    vertices: ``c >= 0`` a component still live (``0..components-1``),
+    ``-(F + 1)`` finished as ``F`` (absent while it is the identity);
+``state-<n>/forest.npy``
+    the forest edge ids chosen so far, ascending;
+``state-<n>/rows-edge_id.npy``, ``rows-src.npy``, ``rows-dst.npy``, ``rows-weight.npy``
+    (streaming) those edges' rows, which later passes do not read again;
+``manifest.json``
+    written last: the fingerprint of the graph and of the engine options,
+    the state directory, the rounds done, the components left, the next
+    pass and its lower threshold, whether the forest is complete.
+
+Each save writes a new state directory (:class:`~mst_dist.io.writers.atomic_dir`;
+a worker writes the arrays, so ``DIR`` must be on storage the workers and
+the client share), then replaces the manifest
+(:class:`~mst_dist.io.writers.atomic_path`), then removes the older state: a
+run killed at any moment leaves a manifest naming a complete state.
+
+Why a resumed run returns the same forest: every edge chosen so far is in
+the minimum spanning forest (cut property), and the rest of the forest is
+the forest of the graph contracted along them -- the original edges
+relabelled by ``labels``, self-loops dropped, edge ids and the strict
+``(weight, edge id)`` order kept.  The resumed run loads the graph again from
+its source (generator, file or the caller's arrays), relabels it and goes on;
+the forest is unique under the order, so its edge ids are those of a run
+never interrupted.  A streaming run goes on with the pass after the last one
+saved (every edge below its threshold is a forest edge or inside a component).
+"""
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+import os
+import shutil
+import time
+from dataclasses import asdict
+
+import numpy as np
+
+from mst_dist.engine.passes import KeptRows
+from mst_dist.engine.records import ChunkStats, RoundRecord
+from mst_dist.engine.tasks import host_kernels
+from mst_dist.io.writers import atomic_dir, atomic_path
+
+__all__ = ["Checkpoint", "CheckpointMismatchError", "graph_fingerprint", "compose_labels",
+           "merge_forest", "write_state", "read_labels", "read_forest", "read_rows", "MANIFEST"]
+
+#: The manifest's file name in a checkpoint directory.
+MANIFEST = "manifest.json"
+_FORMAT = "mst-dist checkpoint"
+_VERSION = 1
+_ROWS = ("edge_id", "src", "dst", "weight")
+
+
+class CheckpointMismatchError(ValueError):
+    """A checkpoint directory holds the state of another run (another graph or other options)."""
+
+
+# ---------------------------------------------------------------------------
+# fingerprints
+# ---------------------------------------------------------------------------
+
+def _plain(value):
+    """``value`` as JSON (a token for what JSON cannot hold, such as arrays)."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (np.integer, np.floating, np.bool_)):
+        return value.item()
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    from dask.base import tokenize
+
+    return {"token": tokenize(value)}
+
+
+def _files(value, out):
+    """``(path, bytes, mtime)`` of every existing file named in ``value`` (a source's parameters)."""
+    if isinstance(value, (str, os.PathLike)):
+        path = os.fspath(value)
+        if os.path.isfile(path):
+            s = os.stat(path)
+            out.append([os.path.abspath(path), s.st_size, s.st_mtime_ns])
+    elif isinstance(value, dict):
+        for v in value.values():
+            _files(v, out)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            _files(v, out)
+    return out
+
+
+def _source(s):
+    func = getattr(s, "func", None)
+    if func is None:  # the caller's arrays: their contents
+        from dask.base import tokenize
+
+        return {"arrays": tokenize(*(getattr(s, a) for a in ("src", "dst", "weight")))}
+    params = getattr(s, "params", {})
+    return {"func": f"{func.__module__}.{func.__qualname__}", "params": _plain(params),
+            "n_edges": int(s.n_edges), "files": _files(params, [])}
+
+
+def graph_fingerprint(graph) -> dict:
+    """What identifies a graph: its size, weight type and a hash of its sources.
+
+    A generator's sources hash its parameters; a file's, its path, size and
+    modification time; the caller's arrays, their contents.
+    """
+    desc = {"n_vertices": int(graph.n_vertices), "n_edges": int(graph.n_edges),
+            "weight_dtype": np.dtype(graph.weight_dtype).name,
+            "sources": [_source(s) for s in graph.sources]}
+    token = hashlib.sha256(json.dumps(desc, sort_keys=True).encode()).hexdigest()[:16]
+    return {"name": graph.name, "n_vertices": desc["n_vertices"], "n_edges": desc["n_edges"],
+            "weight_dtype": desc["weight_dtype"], "sources": token}
+
+
+# ---------------------------------------------------------------------------
+# the directory (client side)
+# ---------------------------------------------------------------------------
+
+class Checkpoint:
+    """A checkpoint directory for one run: what it holds, and saving the next state.
+
+    ``graph`` and ``options`` (the engine options, a JSON-able mapping) make
+    the fingerprint a saved state must match to be resumed.  ``resume=False``
+    discards what the directory holds and starts over.  The constructor only
+    stores its arguments; :meth:`open` reads the directory.
+    """
+
+    def __init__(self, path, graph, options, resume=True):
+        self.path = os.path.abspath(os.fspath(path))
+        self.graph = graph_fingerprint(graph)
+        self.options = _plain(dict(options))
+        self.resume = resume
+        self.saves = 0
+
+    @property
+    def manifest_path(self):
+        return os.path.join(self.path, MANIFEST)
+
+    def open(self) -> dict | None:
+        """The saved manifest to go on from, or ``None`` (start from the beginning).
+
+        Raises :class:`CheckpointMismatchError` when the directory holds the
+        state of another graph or other engine options (unless ``resume=False``,
+        which discards it).
+        """
+        if os.path.exists(self.path) and not os.path.isdir(self.path):
+            raise NotADirectoryError(f"checkpoint {self.path!r} is not a directory")
+        os.makedirs(self.path, exist_ok=True)
+        if not os.access(self.path, os.W_OK | os.X_OK):
+            raise PermissionError(f"checkpoint directory {self.path!r} is not writable")
+        saved = self._read()  # raises on a file that is not a manifest, resume or not
+        if saved is None:
+            return None
+        if not self.resume:
+            self.discard()
+            return None
+        what = []
+        for part, mine in (("graph", self.graph), ("options", self.options)):
+            theirs = saved[part]
+            for k in sorted(set(mine) | set(theirs)):
+                if k == "name" or theirs.get(k) == mine.get(k):
+                    continue
+                if k == "sources" and theirs.get("name") != mine.get("name"):
+                    a, b = theirs.get("name"), mine.get("name")  # the names say more than the hashes
+                else:
+                    a, b = theirs.get(k), mine.get(k)
+                what.append(f"{part} {k}: {a!r} there, {b!r} here")
+        if what:
+            raise CheckpointMismatchError(
+                f"checkpoint {self.path!r} holds the state of another run ({'; '.join(what)}); "
+                f"use another directory, or start over (resume=False, mst-dist run --no-resume)")
+        if not os.path.isdir(self.state_dir(saved)):
+            raise CheckpointMismatchError(f"checkpoint {self.path!r}: its manifest names "
+                                          f"{saved['state']!r}, which is missing")
+        self.saves = int(saved["saves"])
+        return saved
+
+    def _read(self):
+        try:
+            with open(self.manifest_path, encoding="utf-8") as f:
+                saved = json.load(f)
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as e:  # never one of ours (written atomically): left alone
+            raise CheckpointMismatchError(f"{self.manifest_path!r} is not an mst-dist checkpoint manifest "
+                                          f"({e}); give another checkpoint directory") from None
+        if not (isinstance(saved, dict) and saved.get("format") == _FORMAT):
+            raise CheckpointMismatchError(f"{self.manifest_path!r} is not an mst-dist checkpoint manifest; "
+                                          f"give another checkpoint directory")
+        if saved.get("version") != _VERSION and self.resume:
+            raise CheckpointMismatchError(
+                f"checkpoint {self.path!r} was written by another version of mst-dist (format "
+                f"{saved.get('version')!r}, this one reads {_VERSION}); start over with resume=False "
+                f"(--no-resume)")
+        return saved
+
+    def state_dir(self, saved):
+        """The state directory a manifest names."""
+        return os.path.join(self.path, saved["state"])
+
+    def saving(self, **where):
+        """Context manager: a fresh directory for the next state, published with ``where`` on exit.
+
+        ``where`` is what the manifest says of the state (``mode``, ``round``,
+        ``components``, ...).  The body fills the directory (its path is the
+        value of the ``with``); on success the directory is renamed into place,
+        the manifest replaced, and the older states removed.
+        """
+        return _Saving(self, where)
+
+    def _publish(self, name, where):
+        manifest = {"format": _FORMAT, "version": _VERSION, "graph": self.graph, "options": self.options,
+                    "state": name, "saves": self.saves, "time": time.time(), **_plain(where)}
+        with atomic_path(self.manifest_path) as tmp:
+            with open(tmp, "w", encoding="utf-8") as f:
+                json.dump(manifest, f, indent=1)
+        for old in glob.glob(os.path.join(self.path, "state-*")):
+            if os.path.basename(old) != name:
+                shutil.rmtree(old, ignore_errors=True)
+
+    def discard(self):
+        """Remove the manifest, then every saved state (the directory stays)."""
+        try:
+            os.unlink(self.manifest_path)
+        except FileNotFoundError:
+            pass
+        for old in glob.glob(os.path.join(self.path, "state-*")):
+            shutil.rmtree(old, ignore_errors=True)
+
+
+class _Saving:
+    def __init__(self, ck, where):
+        self.ck = ck
+        self.where = where
+
+    def __enter__(self):
+        self.ck.saves += 1
+        self.name = f"state-{self.ck.saves:06d}"
+        self.dir = atomic_dir(os.path.join(self.ck.path, self.name))
+        return self.dir.__enter__()
+
+    def __exit__(self, exc_type, exc, tb):
+        self.dir.__exit__(exc_type, exc, tb)
+        if exc_type is None:
+            self.ck._publish(self.name, self.where)
+        return False
+
+
+def record(saved) -> RoundRecord | None:
+    """The last round's record as saved (what the next round's contract reads: finished so far)."""
+    rec = saved.get("record")
+    if rec is None:
+        return None
+    return RoundRecord(**{**rec, "chunks": ChunkStats(**rec["chunks"])})
+
+
+def record_dict(rec) -> dict | None:
+    """A round's record as the manifest keeps it."""
+    return None if rec is None else asdict(rec)
+
+
+# ---------------------------------------------------------------------------
+# worker-side functions
+# ---------------------------------------------------------------------------
+
+def compose_labels(labels, rmap):
+    """Vertex -> component after one more round: ``labels`` (``(L, n)`` or ``None``) then ``rmap``."""
+    M, n = rmap
+    if labels is None:
+        return np.asarray(M, dtype=np.int64), n
+    return host_kernels().compose_maps([labels[0], M]), n
+
+
+def merge_forest(*parts):
+    """The forest edge ids of all ``parts`` (each ascending, ``None`` for none), ascending."""
+    return host_kernels().forest_ids([p for p in parts if p is not None])
+
+
+def _save(directory, name, a):
+    with open(os.path.join(directory, name), "wb") as f:
+        np.save(f, a)
+
+
+def write_state(directory, labels, forest, *rows):
+    """Write a state's arrays into ``directory``: ``labels`` (a vertex map, as ``(L, n)`` or ``L``;
+    ``None``: the identity), the forest ids, and (streaming) the forest rows, from any number of
+    ``(edge_id, src, dst, weight)`` parts."""
+    if labels is not None:
+        L = labels[0] if isinstance(labels, tuple) else labels
+        small = L.shape[0] == 0 or (L.min() >= np.iinfo(np.int32).min and L.max() <= np.iinfo(np.int32).max)
+        _save(directory, "labels.npy", L.astype(np.int32) if small else L)
+    _save(directory, "forest.npy", np.asarray(forest, dtype=np.int64))
+    if rows:
+        cols = [np.concatenate([np.asarray(p[j]) for p in rows]) for j in range(4)]
+        order = np.argsort(cols[0], kind="stable")
+        for name, col in zip(_ROWS, cols):
+            _save(directory, f"rows-{name}.npy", col[order])
+    return True
+
+
+def read_labels(directory, n_live=None):
+    """A saved state's labels: a round map ``(L, n_live)``, or the vertex map ``L`` when ``n_live``
+    is not given; ``None`` for the identity."""
+    path = os.path.join(directory, "labels.npy")
+    if not os.path.exists(path):
+        return None
+    L = np.load(path).astype(np.int64)
+    return L if n_live is None else (L, n_live)
+
+
+def read_forest(directory):
+    """A saved state's forest edge ids (ascending)."""
+    return np.load(os.path.join(directory, "forest.npy"))
+
+
+def read_rows(directory, lo, hi, n_vertices):
+    """The saved forest rows of edge ids ``[lo, hi)``, as a streaming pass keeps them."""
+    eid = np.load(os.path.join(directory, "rows-edge_id.npy"), mmap_mode="r")
+    a, b = np.searchsorted(eid, lo), np.searchsorted(eid, hi)
+    cols = [np.array(np.load(os.path.join(directory, f"rows-{n}.npy"), mmap_mode="r")[a:b]) for n in _ROWS]
+    return KeptRows(*cols, n_vertices)

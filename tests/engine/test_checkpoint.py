@@ -1,0 +1,183 @@
+"""Checkpoints: a run stopped after round (or pass) k and run again goes on there, to the same forest.
+
+A run is stopped the way Ctrl-C stops one: an exception that is not an
+``Exception`` (``KeyboardInterrupt``'s kind) raised from the progress callback
+when the driver announces the next step, after the checkpoint of the steps
+before was saved.  The driver lets such an exception through; nothing else of
+the run goes on.
+"""
+import json
+import os
+
+import numpy as np
+import pytest
+
+import mst_dist
+from mst_dist.engine.checkpoint import MANIFEST, CheckpointMismatchError, graph_fingerprint
+from support.naive import kruskal
+
+
+class Preempted(BaseException):
+    """Stands for the signal that ends a job."""
+
+
+def stop_at(**when):
+    """A progress callback raising :class:`Preempted` at the first event matching ``when``."""
+    def progress(ev):
+        if all(ev.get(k) == v for k, v in when.items()):
+            raise Preempted(ev)
+    return progress
+
+
+def recorder(events):
+    return lambda ev: events.append(dict(ev))
+
+
+def manifest(path):
+    with open(os.path.join(path, MANIFEST)) as f:
+        return json.load(f)
+
+
+def sparse_graph(seed=5, n=6000, m=5200):
+    """Many components (some finish in the first rounds), integer weights with ties."""
+    rng = np.random.default_rng(seed)
+    return mst_dist.Graph.from_arrays(rng.integers(0, n, m), rng.integers(0, n, m), rng.integers(0, 50, m),
+                                      n_vertices=n)
+
+
+def reference(g):
+    s, d, w = g.to_arrays()
+    return kruskal(g.n_vertices, s, d, w)[0]
+
+
+RESIDENT = {
+    # graph, engine options, where the run is stopped, the rounds the checkpoint holds then
+    "light-pass": (lambda: mst_dist.generate("rmat", seed=3, scale=11, edge_factor=8),
+                   dict(partitions=5, local_finish=0, split_every=2), dict(phase="map", round=1), 1),
+    "no-light-pass": (lambda: mst_dist.generate("rmat", seed=4, scale=11, edge_factor=8),
+                      dict(partitions=4, local_finish=0, light_factor=0), dict(phase="map", round=3), 3),
+    "finished-components": (sparse_graph, dict(partitions=3, local_finish=0), dict(phase="map", round=2), 2),
+    "before-local-finish": (sparse_graph, dict(partitions=3, local_finish=1500), dict(phase="local"), None),
+    "during-assembly": (lambda: mst_dist.generate("grid", rows=40, cols=50, seed=2),
+                        dict(partitions=3, local_finish=0), dict(phase="finish"), None),
+}
+
+
+@pytest.mark.parametrize("case", list(RESIDENT))
+def test_resident_run_stopped_and_resumed_same_forest(client2, tmp_path, case):
+    make, opts, when, held = RESIDENT[case]
+    g = make()
+    full = mst_dist.minimum_spanning_forest(g, client2, **opts)
+    np.testing.assert_array_equal(full.edge_ids, reference(g))
+    ck = str(tmp_path / "ck")
+    with pytest.raises(Preempted):
+        mst_dist.minimum_spanning_forest(g, client2, checkpoint=ck, progress=stop_at(**when), **opts)
+    saved = manifest(ck)
+    assert saved["mode"] == "resident"
+    if held is not None:
+        assert saved["round"] == held
+    assert saved["round"] >= 1 and saved["complete"] == (when["phase"] == "finish")
+    assert sorted(os.listdir(ck)) == [MANIFEST, saved["state"]]  # the older states are gone
+
+    events = []
+    res = mst_dist.minimum_spanning_forest(g, client2, checkpoint=ck, progress=recorder(events), **opts)
+    np.testing.assert_array_equal(res.edge_ids, full.edge_ids)
+    np.testing.assert_array_equal(res.src, full.src)
+    np.testing.assert_array_equal(res.weight, full.weight)
+    np.testing.assert_array_equal(res.labels, full.labels)
+    assert res.n_components == full.n_components and res.total_weight == full.total_weight
+    assert res.stats.resumed_from == saved["round"]
+    rounds = [ev["round"] for ev in events if ev["phase"] in ("map", "local")]
+    if saved["complete"]:
+        assert rounds == []  # nothing left to solve
+    else:
+        assert min(rounds) == saved["round"]  # went on from the saved round, not from round 0
+    assert not os.path.exists(os.path.join(ck, MANIFEST))  # a finished run leaves no state
+
+
+STREAMED = {
+    "local-solves": (lambda: mst_dist.generate("rmat", seed=6, scale=11, edge_factor=8), {}),
+    "distributed-solves": (lambda: mst_dist.generate("rmat", seed=7, scale=11, edge_factor=8),
+                           dict(partitions=5, local_finish=0, split_every=2)),
+    "arrays": (lambda: mst_dist.Graph.from_arrays(*mst_dist.generate("rmat", seed=8, scale=10,
+                                                                        edge_factor=8).to_arrays()), {}),
+}
+
+
+@pytest.mark.parametrize("case", list(STREAMED))
+def test_streamed_run_stopped_after_a_pass_and_resumed(client2, tmp_path, case):
+    make, opts = STREAMED[case]
+    g = make()
+    full = mst_dist.minimum_spanning_forest(g, client2, stream="always", output=tmp_path / "full", **opts)
+    assert len(full.stats.passes) >= 3  # the sample and two passes at least
+    ck = tmp_path / "ck"
+    with pytest.raises(Preempted):
+        mst_dist.minimum_spanning_forest(g, client2, stream="always", checkpoint=ck,
+                                         progress=stop_at(**{"pass": "pass 2"}), **opts)
+    saved = manifest(ck)
+    assert saved["mode"] == "stream" and saved["passes"] == 1 and not saved["complete"]
+    assert saved["threshold"] is not None and saved["rows"]
+
+    events = []
+    res = mst_dist.minimum_spanning_forest(g, client2, stream="always", checkpoint=ck,
+                                           progress=recorder(events), **opts)
+    np.testing.assert_array_equal(res.edge_ids, reference(g))
+    np.testing.assert_array_equal(res.labels, mst_dist.minimum_spanning_forest(g, client2).labels)
+    assert res.total_weight == full.total_weight
+    assert "pass 1" not in {ev.get("pass") for ev in events}  # the first pass was not read again
+    assert [p.name for p in res.stats.passes][1:2] == ["pass 2"]
+    # the forest's rows of the saved pass come from the checkpoint: the dataset is the same
+    with pytest.raises(Preempted):
+        mst_dist.minimum_spanning_forest(g, client2, stream="always", checkpoint=ck,
+                                         progress=stop_at(**{"pass": "pass 2"}), **opts)
+    out = mst_dist.minimum_spanning_forest(g, client2, stream="always", checkpoint=ck,
+                                           output=tmp_path / "resumed", **opts)
+    a, b = mst_dist.read_forest(tmp_path / "full"), mst_dist.read_forest(tmp_path / "resumed")
+    assert a[0].shape[0] == full.forest_edges
+    for x, y in zip(b, a):  # edge_id, src, dst, weight
+        np.testing.assert_array_equal(x, y)
+    assert out.stats.resumed_from is not None
+
+
+def test_another_graph_or_options_refused_until_told_to_start_over(client2, tmp_path):
+    g = mst_dist.generate("rmat", seed=3, scale=10, edge_factor=8)
+    ck = tmp_path / "ck"
+    opts = dict(partitions=3, local_finish=0)
+    with pytest.raises(Preempted):
+        mst_dist.minimum_spanning_forest(g, client2, checkpoint=ck, progress=stop_at(phase="map", round=2), **opts)
+    other = mst_dist.generate("rmat", seed=4, scale=10, edge_factor=8)
+    with pytest.raises(CheckpointMismatchError, match=r"another run \(graph sources") as e:
+        mst_dist.minimum_spanning_forest(other, client2, checkpoint=ck, **opts)
+    assert "resume=False" in str(e.value) and isinstance(e.value, ValueError)
+    with pytest.raises(CheckpointMismatchError, match="options partitions: 3 there, 4 here"):
+        mst_dist.minimum_spanning_forest(g, client2, checkpoint=ck, partitions=4, local_finish=0)
+    assert manifest(ck)["round"] == 2  # refused, and left as it was
+    res = mst_dist.minimum_spanning_forest(other, client2, checkpoint=ck, resume=False, **opts)
+    np.testing.assert_array_equal(res.edge_ids, reference(other))
+    assert res.stats.resumed_from is None
+
+
+@pytest.mark.parametrize("text", ["{not json", '{"format": "something else"}'])
+def test_a_file_not_ours_is_refused_and_left_alone(client, tmp_path, text):
+    (tmp_path / MANIFEST).write_text(text)
+    g = mst_dist.generate("grid", rows=4, cols=5)
+    for resume in (True, False):
+        with pytest.raises(CheckpointMismatchError, match="is not an mst-dist checkpoint manifest"):
+            mst_dist.minimum_spanning_forest(g, client, checkpoint=tmp_path, resume=resume)
+    assert (tmp_path / MANIFEST).read_text() == text
+
+
+def test_fingerprint_follows_the_graph(tmp_path):
+    a = graph_fingerprint(mst_dist.generate("rmat", seed=1, scale=8))
+    assert a == graph_fingerprint(mst_dist.generate("rmat", seed=1, scale=8))
+    assert a["sources"] != graph_fingerprint(mst_dist.generate("rmat", seed=2, scale=8))["sources"]
+    s, d, w = np.array([0, 1]), np.array([1, 2]), np.array([1.0, 2.0])
+    b = graph_fingerprint(mst_dist.Graph.from_arrays(s, d, w))
+    assert b == graph_fingerprint(mst_dist.Graph.from_arrays(s.copy(), d.copy(), w.copy()))
+    assert b != graph_fingerprint(mst_dist.Graph.from_arrays(s, d, np.array([1.0, 3.0])))
+    path = tmp_path / "g.txt"
+    path.write_text("0 1 1\n1 2 2\n")
+    c = graph_fingerprint(mst_dist.read(path))
+    path.write_text("0 1 1\n1 2 3\n")  # same size, rewritten
+    os.utime(path, ns=(1, 1))
+    assert c["sources"] != graph_fingerprint(mst_dist.read(path))["sources"]
