@@ -9,6 +9,7 @@ A config is a mapping (``configs/bench-*.yaml``)::
     methods: [engine, scipy]    # a subset of ALL_METHODS (default: METHODS)
     rustworkx: {chunk: 2000000, build_repeat: 1}
     targets: {scipy_geomean: 8, gpu_graph: circulant100m}   # overrides of the targets
+    # or: targets: informational   # ratios reported beside the targets, no PASS/FAIL
     graphs:
       - name: er
         generate: {kind: erdos_renyi, n: 1000000, m: 10000000, seed: 1}
@@ -116,11 +117,25 @@ def _methods(v, source, key, out):
 
 
 def _targets(v, source, key, out):
-    allowed = [*DEFAULT_TARGETS, *GPU_TARGETS, "gpu_graph"]
+    """The targets: overrides of the defaults, and whether they are checked.
+
+    ``targets: informational`` (or ``informational: true`` among the
+    overrides) reports each ratio beside its target without a verdict: the
+    targets are set for the full-size graphs (``bench-cpu.yaml``), and a
+    quick run on graphs a twentieth of the size measures mostly fixed costs.
+    """
+    if v == "informational":
+        v = {"informational": True}
+    allowed = [*DEFAULT_TARGETS, *GPU_TARGETS, "gpu_graph", "informational"]
     if not isinstance(v, dict) or set(v) - set(allowed):
-        raise ConfigError(f"{source}: 'targets' takes {', '.join(allowed)}", key="targets")
+        raise ConfigError(f"{source}: 'targets' takes {', '.join(allowed)}, or is 'informational'",
+                          key="targets")
     v = dict(v)
     gpu_graph = v.pop("gpu_graph", None)
+    informational = v.pop("informational", False)
+    if not isinstance(informational, bool):
+        raise ConfigError(f"{source}: targets.informational must be true or false, got {informational!r}",
+                          key="targets.informational")
     names = [g["name"] for g in out["graphs"]]
     if gpu_graph is not None and str(gpu_graph) not in names:
         raise ConfigError(f"{source}: targets.gpu_graph: no graph named {gpu_graph!r}; the config has "
@@ -130,7 +145,7 @@ def _targets(v, source, key, out):
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"{source}: target values must be numbers ({exc})", key="targets") from None
     return {**DEFAULT_TARGETS, **GPU_TARGETS, **values,
-            "gpu_graph": None if gpu_graph is None else str(gpu_graph)}
+            "gpu_graph": None if gpu_graph is None else str(gpu_graph), "informational": informational}
 
 
 #: Every key of a benchmark config: its default and its check, in the order
@@ -171,7 +186,8 @@ def validate_config(cfg, source="config"):
     dict
         Every key of :data:`SCHEMA`: ``methods`` in :data:`ALL_METHODS` order,
         ``targets`` with every target (:data:`DEFAULT_TARGETS`,
-        :data:`GPU_TARGETS`, then the config's) and ``gpu_graph``.
+        :data:`GPU_TARGETS`, then the config's), ``gpu_graph`` and
+        ``informational`` (true: reported without verdicts).
 
     Raises
     ------

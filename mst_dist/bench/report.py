@@ -65,6 +65,8 @@ def summarise(report):
             vals = [v for v in vals if v is not None]
             targets.append({"target": name, "description": desc,
                             "pass": (bool(vals) and ok(vals)) if vals else None})
+            if tg.get("informational"):  # reported beside the target, not judged
+                targets[-1].update({"pass": None, "informational": True})
 
         sc = [r["speedup_scipy"] for r in rows]
         verdict("scipy_geomean", f">= {tg['scipy_geomean']:g}x faster than scipy build+call "
@@ -86,6 +88,9 @@ def summarise(report):
             gpu_rows = _gpu_rows(report, stat)
             out[stat]["gpu_rows"] = gpu_rows
             out[stat]["gpu_targets"] = _gpu_targets(report, gpu_rows)
+            if tg.get("informational"):
+                for t in out[stat]["gpu_targets"]:
+                    t.update({"pass": None, "informational": True})
     out["all_agree"] = all(g.get("agree") for g in report["graphs"])
     return out
 
@@ -222,10 +227,17 @@ def _md_targets(lines, mins, medians, unknown):
 
     ``unknown`` names a target that could not be judged (``pass`` is None):
     ``"n/a"`` for the CPU targets, ``"not measured"`` for GPU ones whose
-    methods were unavailable (with the reason in ``note``).
+    methods were unavailable (with the reason in ``note``).  A target of a
+    config whose targets are informational is listed as ``INFO``, its
+    measured value beside it.
     """
     med = {t["target"]: t for t in medians}
     for t in mins:
+        if t.get("informational"):
+            why = f"; {t['note']}" if t.get("note") else ""
+            lines.append(f"- **INFO** {t['description']} (min times; not checked: the config's targets "
+                         f"are informational{why})")
+            continue
         if t["pass"] is None and t.get("note"):
             lines.append(f"- **{unknown.upper()}** {t['description']} ({t['note']})")
             continue
@@ -283,6 +295,11 @@ def _md_cpu(report, s, lines):
     lines.append("")
     lines.append("## Targets (engine on the embedded default)")
     lines.append("")
+    if report["config"]["targets"].get("informational"):
+        lines.append("Informational: the targets are set for the full-size graphs (configs/bench-cpu.yaml); "
+                     "on this config's graphs fixed costs weigh more, so each ratio is shown beside its "
+                     "target without a verdict.")
+        lines.append("")
     _md_targets(lines, s["min"]["targets"], s["median"]["targets"], "n/a")
     _md_agreement(report, s, lines)
 
