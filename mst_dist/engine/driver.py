@@ -16,6 +16,7 @@ the worker-side functions are :mod:`mst_dist.engine.tasks`.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import operator
 import os
@@ -543,10 +544,11 @@ class Driver:
             args = (st.raws, None, st.n_comp, st.prev, st.offsets)
         else:
             args = (st.chunks, st.rmap, st.n_comp, st.prev, None)
-        rmap, chosen, rec_f = self.builder.local(st.rnd, *args, self.light_factor, self.min_degree, worker)
-        st.maps.append(rmap)
-        st.chosen.append(chosen)
-        rec = rec_f.result()
+        with self._task_progress():  # the task tells its rounds as it goes
+            rmap, chosen, rec_f = self.builder.local(st.rnd, *args, self.light_factor, self.min_degree, worker)
+            st.maps.append(rmap)
+            st.chosen.append(chosen)
+            rec = rec_f.result()
         wall = time.perf_counter() - t0
         if st.chunks is None:
             self.stats.setup_seconds += rec.prepare
@@ -597,6 +599,7 @@ class Driver:
             except Exception:  # a worker gone since: its memory went with it
                 logger.debug("could not free the round maps on the GPU workers", exc_info=True)
         accounting.exact_bytes(self.client, stats.rounds, self.token, self.wall_start, self.n_workers)
+        accounting.settle_overlaps(stats.rounds)
         self._publish("run-end", total_seconds=stats.total_seconds, n_rounds=stats.n_rounds,
                       forest_edges=n_forest, n_components=int(n_components),
                       bytes_moved=stats.bytes_moved,
@@ -673,6 +676,43 @@ class Driver:
             self.client.log_event(EVENT_TOPIC, {"event": event, "run": self.token, **payload})
         except Exception:  # an old scheduler or a closing client must not break a run
             logger.debug("could not publish %s", event, exc_info=True)
+
+    @contextlib.contextmanager
+    def _task_progress(self):
+        """While inside: the ``phase`` events this run's tasks send (``source="task"``) go to ``progress``.
+
+        The single-task solve tells each round it ends on the event topic
+        (:func:`mst_dist.engine.tasks.round_reporter`); the client hears them
+        through a topic subscription.
+        """
+        if self.progress is None:
+            yield
+            return
+
+        def hear(event):
+            msg = event[1] if isinstance(event, tuple) and len(event) == 2 else event
+            if not (isinstance(msg, dict) and msg.get("run") == self.token and msg.get("source") == "task"):
+                return
+            ev = {k: v for k, v in msg.items() if k not in ("event", "run", "source")}
+            ev["elapsed"] = time.perf_counter() - self.t_start
+            try:
+                self.progress(ev)
+            except Exception:  # a broken progress display must not break a run
+                logger.exception("progress callback failed")
+
+        try:
+            self.client.subscribe_topic(EVENT_TOPIC, hear)
+        except Exception:  # an old scheduler: progress moves per task only
+            logger.debug("no event subscription", exc_info=True)
+            yield
+            return
+        try:
+            yield
+        finally:
+            try:
+                self.client.unsubscribe_topic(EVENT_TOPIC)
+            except Exception:  # a closed client
+                logger.debug("could not unsubscribe", exc_info=True)
 
     def _emit(self, **ev):
         ev["elapsed"] = time.perf_counter() - self.t_start
