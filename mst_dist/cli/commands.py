@@ -93,8 +93,10 @@ def _engine_kwargs(cfg, progress):
     can run it (``gpu`` without GPU workers is its :class:`~mst_dist.GPUUnavailableError`,
     which :func:`main` reports as a one-line error).
     """
+    ck = cfg.get("checkpoint") or {}
     return {"partitions": cfg["partitions"], "local_finish": cfg["local_finish"],
-            "backend": cfg["backend"], "stream": cfg["stream"], "progress": progress}
+            "backend": cfg["backend"], "stream": cfg["stream"], "progress": progress,
+            "checkpoint": ck.get("path"), "resume": ck.get("resume", True)}
 
 
 def _local_gpu(cfg):
@@ -407,6 +409,7 @@ def main(argv=None):
     console = Console(stderr=True)
     _setup_logging(args, console)
     from mst_dist.config import ConfigError
+    from mst_dist.engine.checkpoint import CheckpointMismatchError
     from mst_dist.graph import InvalidGraphError
     from mst_dist.kernels.gpu import GPUUnavailableError
 
@@ -416,7 +419,7 @@ def main(argv=None):
         if args.command == "generate":
             return _generate(args)
         return _run(args, console)
-    except (ConfigError, InvalidGraphError, GPUUnavailableError) as e:
+    except (ConfigError, InvalidGraphError, GPUUnavailableError, CheckpointMismatchError) as e:
         # GPUUnavailableError: backend gpu where no worker can run it (the message says what to install)
         message = " ".join(str(e).split("\n"))
         print(f"mst-dist: error: {message}", file=sys.stderr)

@@ -147,6 +147,14 @@ def _add_run_arguments(r, submit=False):
     o.add_argument("--format", choices=FOREST_FORMATS,
                    help="output format (default: from the extension)")
 
+    k = r.add_argument_group("checkpoint (go on after preemption)")
+    k.add_argument("--checkpoint", metavar="DIR",
+                   help="save the run's state to DIR after each round or pass (on storage the workers "
+                        "share); the same command run again goes on from there")
+    k.add_argument("--resume", action=argparse.BooleanOptionalAction, default=None,
+                   help="with a checkpoint: go on from the state in DIR (the default); --no-resume "
+                        "discards it and starts over")
+
     c = r.add_argument_group("cluster")
     if submit:
         c.add_argument("--scheduler", metavar="ADDRESS",
@@ -296,6 +304,14 @@ def run_config_from_args(args):
                        ("backend", args.backend), ("stream", args.stream)):
         if value is not None:
             raw[key] = value
+    if args.checkpoint is not None:
+        ck = raw.get("checkpoint") if isinstance(raw.get("checkpoint"), dict) else {}
+        raw["checkpoint"] = {**ck, "path": args.checkpoint}
+    if args.resume is not None:
+        if not isinstance(raw.get("checkpoint"), dict):
+            raise ConfigError("--resume/--no-resume: only with a checkpoint (--checkpoint DIR, or a "
+                              "config with checkpoint.path)")
+        raw["checkpoint"] = {**raw["checkpoint"], "resume": args.resume}
     if args.output is not None:
         raw["output"] = {"path": args.output}
     if args.format is not None:

@@ -57,9 +57,10 @@ _WEIGHTS = next(p.choices for p in shared_parameters() if p.name == "weights")
 # --------------------------------------------------------------------------
 
 _TOP_KEYS = ("graph", "n_vertices", "backend", "partitions", "local_finish", "stream", "placement",
-             "output", "cluster")
+             "output", "checkpoint", "cluster")
 _GRAPH_KEYS = ("generate", "input", "format", "options")
 _OUTPUT_KEYS = ("path", "format")
+_CHECKPOINT_KEYS = ("path", "resume")
 #: Kinds of worker a ``placement.throughput`` mapping rates (GPU workers advertise resources GPU=1).
 WORKER_KINDS = ("gpu", "cpu")
 #: placement key -> (type, engine setting it defaults to)
@@ -271,6 +272,18 @@ def _validate_output(raw, source):
     return {"path": path, "format": fmt}
 
 
+def _validate_checkpoint(raw, source, check_paths=True):
+    """The ``checkpoint`` section: the directory a run saves its state to, and whether to resume from it."""
+    if raw is None:
+        return None
+    out = _mapping("checkpoint", raw, _CHECKPOINT_KEYS, source, required=("path",))
+    path = _check_type("checkpoint.path", out["path"], "str", source)
+    resume = _check_type("checkpoint.resume", out.get("resume", True), "bool", source)
+    if check_paths and os.path.exists(path) and not os.path.isdir(path):
+        _fail("checkpoint.path", f"{path!r} is a file; give a directory (created if missing)", source)
+    return {"path": path, "resume": resume}
+
+
 def _validate_placement(raw, source):
     """The ``placement`` section: fixed relative throughputs of GPU and CPU workers, or ``null``
     (measured by a calibration task of ``calibration_edges`` edges); unset keys from the engine
@@ -380,7 +393,9 @@ def validate_run_config(raw, source=None, check_paths=True):
     ``always`` or ``never``: whether the edges are streamed from their source
     in passes), ``placement``
     (``{"throughput": None or {"gpu": x, "cpu": y}, "calibration_edges": n}``),
-    ``output`` (``None`` or ``{"path", "format"}``) and ``cluster``.  Raises :class:`ConfigError`
+    ``output`` (``None`` or ``{"path", "format"}``), ``checkpoint`` (``None`` or
+    ``{"path", "resume"}``: where the run saves its state after each round or
+    pass, and whether a rerun goes on from it) and ``cluster``.  Raises :class:`ConfigError`
     naming the first bad key path; ``source`` (a file name) prefixes the
     message.  ``check_paths=False`` leaves out the check that an input file
     exists here (``mst-dist submit``: the workers read it, and check it).
@@ -423,6 +438,7 @@ def validate_run_config(raw, source=None, check_paths=True):
 
     out["placement"] = _validate_placement(raw.get("placement"), source)
     out["output"] = _validate_output(raw.get("output"), source)
+    out["checkpoint"] = _validate_checkpoint(raw.get("checkpoint"), source, check_paths)
     out["cluster"] = _validate_cluster(raw.get("cluster"), source)
     return out
 
