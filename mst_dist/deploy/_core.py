@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import ssl
 
 __all__ = ["WARMUP", "MIN_MEMORY_LIMIT", "LOOPBACK", "SECURITY_KEYS", "memory_limit_value", "wait_for_workers",
            "security_of", "check_address_security", "protocol_of"]
@@ -147,8 +148,15 @@ def security_of(section, temporary=False):
         roles[f"tls_{role}_cert"] = files["cert"]
         if "key" in files:
             roles[f"tls_{role}_key"] = files["key"]
-    return Security(tls_ca_file=files["ca_file"], require_encryption=True if require is None else require,
-                    **roles)
+    security = Security(tls_ca_file=files["ca_file"], require_encryption=True if require is None else require,
+                        **roles)
+    try:  # read the files now: a wrong one is a message naming them, not ssl's "PEM lib"
+        security.get_connection_args("client")
+    except (ssl.SSLError, OSError) as e:
+        key = f" with key {files['key']!r}" if "key" in files else " (holding its key)"
+        raise ValueError(f"security: cannot use certificate {files['cert']!r}{key} and CA {files['ca_file']!r}: "
+                         f"{e}; each must be PEM, the key the certificate's own") from None
+    return security
 
 
 def _has_tls(security, role="client"):

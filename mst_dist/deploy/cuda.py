@@ -26,6 +26,8 @@ def local_cuda_cluster(cfg):
           "memory_limit": cfg.get("memory_limit", "auto"),
           "dashboard_address": cfg.get("dashboard_address"), "host": LOOPBACK,
           "resources": {"GPU": 1}}
+    if not kw["dashboard_address"]:  # the scheduler's web server (health, metrics) stays, on loopback
+        kw["scheduler_kwargs"] = {"dashboard_address": f"{LOOPBACK}:0"}
     if cfg.get("n_workers") is not None:
         kw["n_workers"] = cfg["n_workers"]
     if cfg.get("cuda_visible_devices") is not None:

@@ -1,10 +1,11 @@
 """SLURM and PBS clusters through dask-jobqueue (cluster kinds ``slurm`` and ``pbs``).
 
 :func:`job_cluster` builds a ``SLURMCluster``/``PBSCluster`` (no job is
-submitted until :func:`open_jobqueue` scales it); ``job_cluster(cfg).job_script()``
-is the batch script that would be submitted.  Keys the run config leaves unset
-come from dask-jobqueue's own configuration (``jobqueue.slurm``,
-``jobqueue.pbs``: your ``~/.config/dask/jobqueue.yaml``, see ``cluster/``).
+submitted until :func:`open_jobqueue` scales it); :func:`job_script` renders
+the batch script that would be submitted without starting a scheduler.
+Keys the run config leaves unset come from dask-jobqueue's own configuration
+(``jobqueue.slurm``, ``jobqueue.pbs``: your ``~/.config/dask/jobqueue.yaml``,
+see ``cluster/``).
 Without dask-jobqueue: an :class:`ImportError` saying ``pip install 'mst-dist[hpc]'``.
 """
 from __future__ import annotations
@@ -12,10 +13,10 @@ from __future__ import annotations
 import contextlib
 import logging
 
-from mst_dist.deploy._core import WARMUP, security_of, wait_for_workers
+from mst_dist.deploy._core import LOOPBACK, WARMUP, security_of, wait_for_workers
 from mst_dist.environment import optional_import
 
-__all__ = ["JOBQUEUE_KEYS", "job_cluster", "open_jobqueue"]
+__all__ = ["JOBQUEUE_KEYS", "ADDRESS_PLACEHOLDER", "job_cluster", "job_script", "open_jobqueue"]
 
 logger = logging.getLogger("mst_dist")
 
@@ -25,8 +26,12 @@ JOBQUEUE_KEYS = ("cores", "memory", "processes", "queue", "account", "walltime",
                  "job_extra_directives", "job_script_prologue", "worker_extra_args")
 
 
-def job_cluster(cfg):
+def job_cluster(cfg, asynchronous=False):
     """The dask-jobqueue cluster of a ``slurm`` or ``pbs`` section (scheduler started, no jobs yet).
+
+    ``asynchronous=True`` within a running event loop: the cluster object
+    only, nothing started until it is awaited (how :func:`job_script`
+    renders a script).
 
     With ``interface`` the scheduler and the workers listen on that network
     interface only (dask-jobqueue's ``--interface``); the dashboard on
@@ -46,7 +51,10 @@ def job_cluster(cfg):
             args = dask.config.get(f"jobqueue.{kind}.worker-extra-args", None) or []
         if WARMUP not in args:
             kw["worker_extra_args"] = [*args, "--preload", WARMUP]
-    kw["scheduler_options"] = {"dashboard_address": cfg.get("dashboard_address")}
+    dash = cfg.get("dashboard_address")
+    # without a dashboard the scheduler's web server (health, metrics) stays: on loopback, not :8787
+    kw["scheduler_options"] = ({"dashboard_address": dash} if dash else
+                               {"dashboard": False, "dashboard_address": f"{LOOPBACK}:0"})
     try:
         security = security_of(cfg.get("security"))
     except ValueError as e:
@@ -56,7 +64,36 @@ def job_cluster(cfg):
     if security is not None:
         # dask-jobqueue then speaks tls:// and gives the workers --tls-ca-file/--tls-cert/--tls-key
         kw["security"] = security
-    return cls(**kw)
+    return cls(asynchronous=asynchronous, **kw)
+
+
+#: What dask-jobqueue writes for the scheduler's address in a script rendered before it starts.
+ADDRESS_PLACEHOLDER = "<insert-scheduler-address-here>"
+
+
+def job_script(cfg):
+    """The batch script ``cfg``'s jobs would run, rendered without starting anything.
+
+    dask-jobqueue builds the cluster object without starting its scheduler
+    when it is made asynchronous inside a running event loop and never
+    awaited; its ``job_script()`` then writes ``ADDRESS_PLACEHOLDER`` where a
+    started cluster's scheduler address would be (that address exists only
+    while the cluster runs: ``mst-dist run`` submits the jobs itself).  No
+    port is opened, no dashboard served.  Call it from synchronous code.
+    """
+    import asyncio
+
+    async def render():
+        cluster = job_cluster(cfg, asynchronous=True)
+        try:
+            script = cluster.job_script()
+            if "--protocol tls://" in script:  # the workers speak TLS; the placeholder says tcp://
+                script = script.replace(f"tcp://{ADDRESS_PLACEHOLDER}", f"tls://{ADDRESS_PLACEHOLDER}")
+            return script
+        finally:
+            await cluster.close()  # nothing was started: releases the object only
+
+    return asyncio.run(render())
 
 
 @contextlib.contextmanager

@@ -1,9 +1,12 @@
 """In-process clusters: the engine's embedded default and cluster kind ``local``.
 
-``embedded()`` is the default when no client is given: an in-process
-``LocalCluster`` sized to the machine, threads only (the kernels release the
-GIL), its dashboard on 127.0.0.1 with the link logged, shut down on exit.
-:func:`open_local` is the same cluster for a run config's ``cluster`` section.
+``embedded()`` is an in-process ``LocalCluster`` sized to the machine,
+threads only (the kernels release the GIL), its dashboard on 127.0.0.1 with
+the link logged, shut down on exit.  :func:`open_local` is the same cluster
+for a run config's ``cluster`` section.  :func:`shared_client` is the default
+when an API call gets no client: one such cluster, without a dashboard unless
+``mst.embedded.dashboard`` asks for one, started by the first call and reused
+by the later ones until the process exits (or :func:`close_shared`).
 Everything it starts listens on loopback: the scheduler and worker processes'
 comm ports, the dashboard (unless ``dashboard_address`` says otherwise) and
 every worker's web server (Dask's default for in-process workers is every
@@ -11,11 +14,13 @@ interface).
 """
 from __future__ import annotations
 
+import atexit
 import contextlib
 import logging
 import os
+import threading
 
-__all__ = ["embedded", "local_gpu", "open_local"]
+__all__ = ["embedded", "local_gpu", "open_local", "shared_client", "close_shared"]
 
 logger = logging.getLogger("mst_dist")
 
@@ -119,6 +124,10 @@ def embedded(n_workers=None, threads_per_worker=None, processes=None,
         kwargs.setdefault("host", LOOPBACK)
     else:
         kwargs.setdefault("worker_class", _loopback_worker)
+    if not dashboard_address:
+        # without a dashboard the scheduler's web server (health, metrics) stays: Dask puts it on
+        # :8787, every interface for an in-process scheduler
+        kwargs["scheduler_kwargs"] = {"dashboard_address": f"{LOOPBACK}:0", **kwargs.get("scheduler_kwargs", {})}
     if security is not None:
         kwargs["security"] = security
         if processes or security.require_encryption:
@@ -166,6 +175,65 @@ def open_local(cfg, gpu=False):
                   processes=cfg.get("processes"), dashboard_address=cfg.get("dashboard_address"),
                   gpu=gpu, security=security, **memory) as client:
         yield client
+
+
+class _Shared:
+    """The process's reused embedded cluster: its settings, context and client."""
+
+    lock = threading.RLock()
+    key = None
+    context = None
+    client = None
+    exit_hook = False
+
+
+def _shared_settings(gpu):
+    """What makes two embedded clusters interchangeable: the settings they would start with."""
+    from mst_dist import config
+
+    dash = config.get("cluster.dashboard-address") if config.get("embedded.dashboard", None, False) else None
+    return (config.get("cluster.n-workers"), config.get("cluster.threads-per-worker"),
+            bool(config.get("cluster.processes")), config.get("cluster.memory-limit", None, "auto"),
+            dash, bool(gpu))
+
+
+def _alive(client):
+    return client is not None and client.status == "running" and client.scheduler_info().get("workers")
+
+
+def shared_client(gpu=False):
+    """The client of this process's reused embedded cluster, started on first use.
+
+    One in-process cluster (threads, as :func:`embedded`) serves every API
+    call without a client, so a loop over many small graphs starts it once.
+    It has no dashboard unless ``mst.embedded.dashboard`` is true (then at
+    ``mst.cluster.dashboard-address``): one costs about a second to start.
+    When the settings it was started with change (``mst.cluster.*``, or
+    ``gpu``), or it has died, the next call closes it and starts another.  It is closed when the process exits, or by
+    :func:`close_shared`.  Thread-safe.
+    """
+    key = _shared_settings(gpu)
+    with _Shared.lock:
+        if _Shared.key != key or not _alive(_Shared.client):
+            close_shared()
+            cm = embedded(dashboard_address=key[4], gpu=gpu)
+            client = cm.__enter__()
+            _Shared.key, _Shared.context, _Shared.client = key, cm, client
+            if not _Shared.exit_hook:
+                atexit.register(close_shared)
+                _Shared.exit_hook = True
+        return _Shared.client
+
+
+def close_shared():
+    """Close this process's reused embedded cluster, if one runs (the next call starts another)."""
+    with _Shared.lock:
+        cm, _Shared.context, _Shared.client, _Shared.key = _Shared.context, None, None, None
+        if cm is not None:
+            try:
+                cm.__exit__(None, None, None)
+            except Exception:  # pragma: no cover - a cluster already gone
+                logger.debug("closing the embedded cluster failed", exc_info=True)
 
 
 def _memory_text(client):
