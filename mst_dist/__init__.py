@@ -23,6 +23,7 @@ _LAZY = {
     "write_labels": ("io.writers", "write_labels"),
     "write_graph": ("io.writers", "write_graph"),
     "read_forest": ("io.writers", "read_forest_dataset"),
+    "ClusterStalledError": ("engine.watchdog", "ClusterStalledError"),
 }
 
 
@@ -49,6 +50,7 @@ __all__ = [
     "PHASES",
     "minimum_spanning_forest",
     "GPUUnavailableError",
+    "ClusterStalledError",
     "generate",
     "GENERATORS",
     "read",

@@ -25,13 +25,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from distributed import as_completed, wait
+from distributed.scheduler import KilledWorker
 
+from mst_dist import config
 from mst_dist.engine import accounting, checkpoint, passes, tasks
 from mst_dist.engine.cluster_info import scheduler_workers
 from mst_dist.engine.keys import EVENT_TOPIC, new_token
 from mst_dist.engine.placement import measure_throughput, pin, place, placement_stats, worker_kinds
 from mst_dist.engine.plan import plan_run, should_stream, slice_budget
 from mst_dist.engine.rounds import RoundBuilder
+from mst_dist.engine.scratch import PLUGIN_NAME, ScratchPlugin, release_scratch
+from mst_dist.engine.watchdog import Watchdog, stalled_from_killed
 from mst_dist.graph import Graph
 from mst_dist.io import writers
 from mst_dist.kernels import cpu
@@ -120,7 +124,25 @@ class Driver:
     # -- the run ------------------------------------------------------------------
 
     def run(self) -> MSFResult:
-        """Compute the forest: connect, load (or stream), light pass, rounds, local finish, assemble."""
+        """Compute the forest: connect, load (or stream), light pass, rounds, local finish, assemble.
+
+        Waits are bounded: a :class:`~mst_dist.engine.watchdog.Watchdog`
+        stops the run with a :class:`~mst_dist.engine.watchdog.ClusterStalledError`
+        once no worker has been able to make progress for ``mst.stall-timeout``
+        seconds, and a task that killed its workers (Dask's ``KilledWorker``)
+        is the same error at once.
+        """
+        with Watchdog(self.client, self.token, config.get("stall-timeout", None, 300)) as dog:
+            try:
+                return self._run()
+            except Exception as e:
+                if dog.error is not None:
+                    raise dog.error from e
+                if isinstance(e, KilledWorker):
+                    raise stalled_from_killed(e) from e
+                raise
+
+    def _run(self) -> MSFResult:
         self.t_start = time.perf_counter()
         self.wall_start = time.time()
         self.open_checkpoint()
@@ -248,6 +270,10 @@ class Driver:
             workers = scheduler_workers(self.client)
         self.workers = sorted(workers)
         self.n_workers = len(workers)
+        try:  # the CPU kernels' scratch within each worker's memory limit (workers that join later too)
+            self.client.register_plugin(ScratchPlugin(), name=PLUGIN_NAME)
+        except Exception:  # an old scheduler: the arenas keep their default size
+            logger.debug("could not register the scratch plugin", exc_info=True)
         self.threads = sum(w.get("nthreads", 1) for w in workers.values())
         min_memory = min((w.get("memory_limit") or 0) for w in workers.values()) or 2**34
         self.kinds, device_memory = worker_kinds(self.client, workers, self.backend)
@@ -598,6 +624,10 @@ class Driver:
                 self.client.run(tasks.forget_device_maps, workers=gpu_workers)
             except Exception:  # a worker gone since: its memory went with it
                 logger.debug("could not free the round maps on the GPU workers", exc_info=True)
+        try:  # the CPU kernels' scratch: a worker's memory after a run is back near where it began
+            self.client.run(release_scratch)
+        except Exception:  # a worker gone since: its memory went with it
+            logger.debug("could not release the workers' scratch memory", exc_info=True)
         accounting.exact_bytes(self.client, stats.rounds, self.token, self.wall_start, self.n_workers)
         accounting.settle_overlaps(stats.rounds)
         self._publish("run-end", total_seconds=stats.total_seconds, n_rounds=stats.n_rounds,

@@ -29,19 +29,39 @@ class _Arena:
     in all, and handed out again once nothing refers to them any more (every
     numpy view holds a reference to its base buffer, so a buffer whose only
     holder is the arena is free).  ``release()`` gives the memory back.
+
+    ``limit`` defaults to a quarter of the machine's memory; a process with
+    a memory budget of its own (a Dask worker's ``memory_limit``) sets a
+    smaller one with :meth:`set_limit` -- the engine does, from the worker's
+    limit: the arena is memory its owner's memory manager cannot spill.
     """
 
     min_bytes = 1 << 22
 
     def __init__(self, limit=None):
-        if limit is None:
-            try:
-                limit = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 4
-            except (ValueError, OSError, AttributeError):  # pragma: no cover
-                limit = 4 << 30
-        self.limit = int(limit)
         self.bufs = []
         self.lock = threading.Lock()
+        self.limit = self.default_limit() if limit is None else int(limit)
+
+    @staticmethod
+    def default_limit():
+        """A quarter of the machine's physical memory (4 GiB where it cannot be read)."""
+        try:
+            return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 4
+        except (ValueError, OSError, AttributeError):  # pragma: no cover
+            return 4 << 30
+
+    def set_limit(self, nbytes):
+        """Keep at most ``nbytes`` of buffers (``None``: the default); free ones above it are dropped now."""
+        with self.lock:
+            self.limit = self.default_limit() if nbytes is None else max(0, int(nbytes))
+            self._trim()
+
+    @property
+    def held(self):
+        """Bytes of the buffers kept (in use or free)."""
+        with self.lock:
+            return sum(b.nbytes for b in self.bufs)
 
     def take(self, nbytes):
         """A uint8 buffer of at least ``nbytes`` (contents undefined)."""
@@ -59,8 +79,9 @@ class _Arena:
             if best is not None:
                 return self.bufs[best][:nbytes]
             buf = np.empty(nbytes, np.uint8)
-            self.bufs.append(buf)
-            self._trim()
+            if nbytes <= self.limit:  # a buffer larger than the whole arena is not kept
+                self.bufs.append(buf)
+                self._trim()
             return buf
 
     def _trim(self):
@@ -74,9 +95,11 @@ class _Arena:
                 i += 1
 
     def release(self):
-        """Forget every buffer (memory in use stays valid; it is freed with its last view)."""
+        """Forget every buffer (memory in use stays valid; it is freed with its last view); the bytes forgotten."""
         with self.lock:
+            n = sum(b.nbytes for b in self.bufs)
             self.bufs.clear()
+            return n
 
 
 ARENA = _Arena()

@@ -1,0 +1,80 @@
+"""The CPU kernels' scratch memory on the workers: sized from each worker's memory limit, released after a run.
+
+The Numba kernels reuse large scratch buffers (:mod:`mst_dist.kernels.cpu.arena`):
+memory a Dask worker's memory manager sees only as unmanaged and cannot spill.
+The kernels know nothing of Dask, so the engine passes the budget down:
+
+- :class:`ScratchPlugin`, a worker plugin the driver registers, caps the arena
+  of every worker (those that join or restart later included) at
+  :data:`ARENA_SHARE` of the worker's own ``memory_limit``;
+- :func:`release_scratch`, run on the workers when a run ends, forgets the
+  arena's buffers and hands freed heap memory back to the system, so a
+  worker's memory after a run is back near where it started.
+"""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import logging
+
+from distributed.diagnostics.plugin import WorkerPlugin
+
+from mst_dist.kernels.cpu.arena import ARENA
+
+logger = logging.getLogger("mst_dist")
+
+__all__ = ["ARENA_SHARE", "ScratchPlugin", "arena_limit", "fit_arena", "release_scratch", "PLUGIN_NAME"]
+
+#: Share of a worker's memory limit the scratch arena may keep between tasks.
+ARENA_SHARE = 0.25
+#: Name the plugin is registered under (registering again replaces it).
+PLUGIN_NAME = "mst-scratch"
+
+
+def arena_limit(memory_limit):
+    """Bytes the arena may keep on a worker with ``memory_limit`` (``None`` or 0: no limit; the arena's default)."""
+    if not memory_limit:
+        return None
+    return min(int(memory_limit * ARENA_SHARE), ARENA.default_limit())
+
+
+def _worker_memory_limit(worker):
+    mm = getattr(worker, "memory_manager", None)
+    return getattr(mm, "memory_limit", None) if mm is not None else getattr(worker, "memory_limit", None)
+
+
+def fit_arena(dask_worker=None):
+    """Cap this worker's arena from its memory limit; the cap in bytes (``None``: the default)."""
+    if dask_worker is None:
+        from distributed import get_worker
+
+        dask_worker = get_worker()
+    limit = arena_limit(_worker_memory_limit(dask_worker))
+    ARENA.set_limit(limit)
+    return limit
+
+
+class ScratchPlugin(WorkerPlugin):
+    """Caps the CPU scratch arena of each worker at :data:`ARENA_SHARE` of its memory limit."""
+
+    name = PLUGIN_NAME
+    idempotent = True
+
+    def setup(self, worker):
+        fit_arena(worker)
+
+
+def _malloc_trim():
+    """Give the C heap's free memory back to the system (glibc); ``False`` where there is no ``malloc_trim``."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        return bool(libc.malloc_trim(0))
+    except (OSError, AttributeError):  # not glibc
+        return False
+
+
+def release_scratch():
+    """Run on the workers when a run ends: forget the arena's buffers, trim the heap; the bytes forgotten."""
+    n = ARENA.release()
+    _malloc_trim()
+    return n

@@ -1,0 +1,182 @@
+"""Bounded waiting: notice a cluster on which no task can make progress, and say why.
+
+A run waits on futures; Dask waits as long as it takes.  When no worker can
+run anything -- none left (a nanny gave up, a batch job ended), or every one
+paused by its memory manager with nothing executing -- or when a task has
+killed more workers than ``distributed.scheduler.allowed-failures`` allows,
+waiting longer helps nobody.  :class:`Watchdog` polls the scheduler from a
+background thread while a run waits; once no worker has been able to make
+progress for ``mst.stall-timeout`` seconds it cancels the run's futures, and
+the driver raises the :class:`ClusterStalledError` it left, naming the cause
+and what to change.  :func:`stalled_from_killed` turns Dask's
+``KilledWorker`` into the same error.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+logger = logging.getLogger("mst_dist")
+
+__all__ = ["ClusterStalledError", "Watchdog", "stalled_from_killed", "ADVICE"]
+
+#: What to change when a run runs out of workers or memory (every message ends with it).
+ADVICE = ("give each worker more memory (--memory-limit, cluster.memory_limit, or the workers' own "
+          "--memory-limit), cut the graph into more partitions (--partitions, partitions=), or stream "
+          "the edges from their source (--stream, stream='always')")
+
+#: Worker states (the scheduler's ``WorkerState.status``) in which a worker starts new tasks.
+_RUNNING = ("running",)
+
+
+class ClusterStalledError(RuntimeError):
+    """The cluster cannot make progress on the run: no worker left, all paused, or a task that kills workers.
+
+    Attributes ``cause`` (``"no-workers"``, ``"paused"``, ``"killed-worker"``),
+    ``waited`` (seconds without progress, ``None`` for ``"killed-worker"``)
+    and ``key`` (the task that killed its workers, else ``None``).
+    """
+
+    def __init__(self, message, cause, waited=None, key=None):
+        super().__init__(message)
+        self.cause = cause
+        self.waited = waited
+        self.key = key
+
+    def __reduce__(self):
+        return (type(self), (str(self), self.cause, self.waited, self.key))
+
+
+def stalled_from_killed(exc):
+    """A :class:`ClusterStalledError` for Dask's ``KilledWorker`` ``exc`` (the task named)."""
+    key = getattr(exc, "task", None)
+    if key is None and exc.args:
+        key = exc.args[0]
+    allowed = getattr(exc, "allowed_failures", None)
+    if allowed is None:
+        import dask.config
+
+        allowed = dask.config.get("distributed.scheduler.allowed-failures", None)
+    times = f"{allowed + 1} " if isinstance(allowed, int) else ""
+    return ClusterStalledError(
+        f"task {key!s} was running on {times}workers that all died (distributed.scheduler.allowed-failures = "
+        f"{allowed}): most often a worker killed for using more than its memory limit; {ADVICE}",
+        "killed-worker", key=key)
+
+
+def _progress_state(workers):
+    """``(progress possible, cause)`` from the scheduler's worker identities."""
+    if not workers:
+        return False, "no-workers"
+    for w in workers.values():
+        if w.get("status") in _RUNNING:
+            return True, None
+        counts = (w.get("metrics") or {}).get("task_counts") or {}
+        if counts.get("executing", 0) or counts.get("long-running", 0):
+            return True, None  # a paused worker still finishes the tasks it runs
+    return False, "paused"
+
+
+def _message(cause, waited, workers):
+    if cause == "no-workers":
+        head = f"no worker has been connected to the scheduler for {waited:.0f} s"
+        hint = ("workers that died over and over (their logs say why; memory is the usual cause) or a batch "
+                "job or nanny that ended")
+    else:
+        mem = []
+        for w in workers.values():
+            limit = w.get("memory_limit")
+            used = (w.get("metrics") or {}).get("memory")
+            if limit and used is not None:
+                mem.append(f"{used / 2**20:.0f} of {limit / 2**20:.0f} MiB")
+        head = (f"every worker ({len(workers)}) has been paused by its memory manager for {waited:.0f} s "
+                f"with no task running" + (f" (process memory {', '.join(mem)})" if mem else ""))
+        hint = "the workers hold more than distributed.worker.memory.pause of their memory limit"
+    return f"the cluster cannot make progress: {head}; {hint}. To go on, {ADVICE}."
+
+
+class Watchdog:
+    """Polls the scheduler while a run waits; cancels the run's futures once it has stalled.
+
+    Parameters
+    ----------
+    client : distributed.Client
+    token : str
+        The run's token: futures whose key holds it are the run's.
+    timeout : float
+        Seconds without a worker able to make progress before the run is
+        stopped (``mst.stall-timeout``); ``None`` or ``<= 0``: never.
+    interval : float, optional
+        Seconds between polls (default: a tenth of ``timeout``, 0.5 to 5 s).
+
+    Use as a context manager around the waiting; :attr:`error` is the
+    :class:`ClusterStalledError` once it fired (``None`` before).
+    """
+
+    def __init__(self, client, token, timeout, interval=None):
+        self.client = client
+        self.token = token
+        self.timeout = None if timeout is None or timeout <= 0 else float(timeout)
+        if interval is None:
+            interval = min(5.0, max(0.5, (self.timeout or 10.0) / 10))
+        self.interval = interval
+        self.error = None
+        self._since = None
+        self._stop = threading.Event()
+        self._thread = None
+
+    def __enter__(self):
+        if self.timeout is not None:
+            self._thread = threading.Thread(target=self._loop, name="mst-watchdog", daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        return False
+
+    def _loop(self):
+        while not self._stop.wait(self.interval):
+            try:
+                self.check()
+            except Exception:  # a closing client: the run's own waits say so
+                logger.debug("watchdog: could not reach the scheduler", exc_info=True)
+
+    def check(self, now=None) -> bool:
+        """Poll once; ``True`` when the run has stalled (the error set, the futures cancelled).
+
+        Once stalled, every poll cancels the run's futures again (those the
+        driver submitted since included), so no wait of the run outlasts it.
+        """
+        if self.error is not None:
+            self._cancel()
+            return True
+        now = time.monotonic() if now is None else now
+        workers = self.client.scheduler_info()["workers"]
+        ok, cause = _progress_state(workers)
+        if ok:
+            self._since = None
+            return False
+        if self._since is None:
+            self._since = now
+            logger.debug("watchdog: no worker can make progress (%s)", cause)
+            return False
+        waited = now - self._since
+        if waited < self.timeout:
+            return False
+        self.error = ClusterStalledError(_message(cause, waited, workers), cause, waited=waited)
+        logger.debug("watchdog: %s", self.error)
+        self._cancel()
+        return True
+
+    def _cancel(self):
+        """Cancel every future of the run this client holds: the driver's waits return."""
+        from distributed import Future
+
+        keys = [k for k in list(self.client.futures) if self.token in str(k)]
+        if keys:
+            self.client.cancel([Future(k, self.client) for k in keys], reason="mst-dist: the cluster stalled",
+                               msg=str(self.error))
