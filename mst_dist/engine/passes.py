@@ -50,13 +50,39 @@ class KeptRows:
     Vertex ids are held as int32 while they fit and given back in the
     source's dtype: indexing (``rows[1]``) and iterating read like the
     tuple ``(edge_id, src, dst, weight)`` the writers take.
+
+    Built by :meth:`from_keys`, the rows hold no weights: a weight is given
+    back from its order-preserving key (exactly; the few ``-0.0`` weights,
+    whose key is that of ``+0.0``, are remembered by edge id), and the
+    arrays may be the kept chunk's own (a first pass keeps the source's ids),
+    so the rows of a pass cost at most 8 bytes an edge beyond its chunk.
     """
 
     def __init__(self, eid, src, dst, weight, n_vertices):
         self.id_dtype = src.dtype
         if n_vertices <= np.iinfo(np.int32).max:
             src, dst = src.astype(np.int32), dst.astype(np.int32)
-        self.eid, self.src, self.dst, self.weight = eid, src, dst, weight
+        self.eid, self.src, self.dst = eid, src, dst
+        self._weight, self.key, self.wdtype, self.negzero = weight, None, weight.dtype, None
+
+    @classmethod
+    def from_keys(cls, eid, src, dst, key, wdtype, id_dtype, negzero=None):
+        """Rows whose weights are given back from ``key`` (dtype ``wdtype``); ``negzero``: ids of ``-0.0``."""
+        out = cls.__new__(cls)
+        out.id_dtype, out.eid, out.src, out.dst = np.dtype(id_dtype), eid, src, dst
+        out._weight, out.key, out.wdtype = None, key, np.dtype(wdtype)
+        out.negzero = negzero if negzero is not None and negzero.shape[0] else None
+        return out
+
+    @property
+    def weight(self):
+        """The weights, in the source's dtype."""
+        if self._weight is not None:
+            return self._weight
+        w = weights_from_keys(self.key, self.wdtype)
+        if self.negzero is not None:
+            w[np.isin(self.eid, self.negzero)] = -0.0
+        return w
 
     def __len__(self):
         return 4
@@ -68,13 +94,16 @@ class KeptRows:
     def take(self, pos):
         """The rows at positions ``pos``."""
         out = KeptRows.__new__(KeptRows)
-        out.id_dtype = self.id_dtype
-        out.eid, out.src, out.dst, out.weight = (a[pos] for a in (self.eid, self.src, self.dst, self.weight))
+        out.id_dtype, out.wdtype, out.negzero = self.id_dtype, self.wdtype, self.negzero
+        out.eid, out.src, out.dst = (a[pos] for a in (self.eid, self.src, self.dst))
+        out._weight = None if self._weight is None else self._weight[pos]
+        out.key = None if self.key is None else self.key[pos]
         return out
 
     @property
     def nbytes(self):
-        return int(sum(a.nbytes for a in (self.eid, self.src, self.dst, self.weight)))
+        held = (self.eid, self.src, self.dst, self._weight, self.key, self.negzero)
+        return int(sum(a.nbytes for a in held if a is not None))
 
 
 @sizeof.register(KeptRows)
@@ -150,14 +179,49 @@ def pass_chunk(source, start, stop, offset, n_vertices, validate, vmap, lo, hi, 
     t0 = time.perf_counter()
     raw = _raw(source, start, stop, offset, n_vertices, validate)
     ch = kernels_for(backend).slice_edges(raw, offset, n_vertices, vmap, lo, hi)
-    eid = to_host(ch.edges()[3])
-    eid = np.sort(eid)
-    loc = eid - offset
-    src, dst, w = (take_to_host(a, loc) for a in raw[:3])
-    rows = KeptRows(eid, src, dst, w, n_vertices)
+    rows = _kept_rows(ch, raw, offset, n_vertices, vmap is None)
     st = PassChunkStats(bytes_read=_nbytes(raw), edges_in=int(raw[0].shape[0]), edges_kept=len(ch),
                         seconds=time.perf_counter() - t0)
     return ch, rows, st
+
+
+def _kept_rows(ch, raw, offset, n_vertices, original_ids):
+    """The rows of a pass's kept chunk ``ch`` (see :class:`KeptRows`), sharing its arrays where it can."""
+    u, v, key, eid = (to_host(a) for a in ch.edges())
+    if eid.shape[0] > 1 and not (eid[1:] > eid[:-1]).all():  # the CPU kernel keeps raw order; others need not
+        order = np.argsort(eid)
+        u, v, key, eid = (a[order] for a in (u, v, key, eid))
+    id_dtype = np.result_type(raw[0].dtype, raw[1].dtype)
+    small = n_vertices <= np.iinfo(np.int32).max
+    loc = None
+    if original_ids and (u.dtype == np.int32 or not small):
+        src, dst = u, v  # a first pass relabels nothing: the kept ids are the source's
+    else:
+        loc = eid - offset
+        src, dst = (take_to_host(a, loc) for a in raw[:2])
+        if small:
+            src, dst = src.astype(np.int32), dst.astype(np.int32)
+    w = raw[2]
+    negzero = None
+    if w.dtype.kind == "f":
+        wk = take_to_host(w, eid - offset if loc is None else loc)
+        negzero = eid[(wk == 0) & np.signbit(wk)]
+    return KeptRows.from_keys(eid, src, dst, key, w.dtype, id_dtype, negzero)
+
+
+def weights_from_keys(key, dtype):
+    """The weights of dtype ``dtype`` whose order-preserving keys are ``key`` (``-0.0`` comes back as ``+0.0``)."""
+    dtype = np.dtype(dtype)
+    key = np.asarray(key, np.uint64)
+    sign = np.uint64(1 << 63)
+    if dtype.kind == "f":
+        bits = np.where(key & sign, key ^ sign, ~key)
+        return bits.view(np.float64).astype(dtype)
+    if dtype.kind == "i":
+        return (key ^ sign).view(np.int64).astype(dtype)
+    if dtype.kind == "b":
+        return key != 0
+    return key.astype(dtype)
 
 
 def compose(vmap, *maps):
