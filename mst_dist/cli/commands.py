@@ -369,14 +369,13 @@ def _generate(args):
 def _job_script(args):
     from mst_dist.cli.runconfig import load_run_config
     from mst_dist.config import ConfigError
-    from mst_dist.deploy.jobqueue import job_cluster
+    from mst_dist.deploy.jobqueue import job_script
 
     cfg = load_run_config(args.config)
     if cfg["cluster"]["kind"] not in ("slurm", "pbs"):
         raise ConfigError(f"{args.config}: cluster.kind: job-script needs kind 'slurm' or 'pbs', "
                           f"got {cfg['cluster']['kind']!r}", key="cluster.kind", source=args.config)
-    with job_cluster(cfg["cluster"]) as cluster:
-        print(cluster.job_script())
+    print(job_script(cfg["cluster"]))  # rendered without starting a scheduler
     return 0
 
 

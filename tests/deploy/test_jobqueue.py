@@ -70,6 +70,37 @@ def test_pbs_job_script(dask_jobqueue):
     assert "--preload" not in lines[-1]  # warmup: false
 
 
+def test_job_script_starts_no_scheduler(dask_jobqueue):
+    """job_script renders what a started cluster would submit, with dask-jobqueue's placeholder for the
+    scheduler's address: no scheduler made, no port bound, no temporary address in the script."""
+    from distributed import Scheduler
+
+    cfg = cluster_of(kind="slurm", cores=4, memory="8GiB", processes=2, interface="lo",
+                     dashboard_address="127.0.0.1:0")
+    before = set(Scheduler._instances)
+    script = jobqueue.job_script(cfg)
+    assert set(Scheduler._instances) == before  # nothing started
+    placeholder = f"tcp://{jobqueue.ADDRESS_PLACEHOLDER}:8786"
+    cmd = script.splitlines()[-1]
+    assert placeholder in cmd and "127.0.0.1" not in script
+    # the same script a started cluster gives, but for its (temporary) address
+    with jobqueue.job_cluster(cfg) as cluster:
+        started, address = cluster.job_script(), cluster.scheduler_address
+    assert set(Scheduler._instances) - before  # (the check above can see a scheduler)
+    assert address not in script and script == started.replace(address, placeholder)
+
+
+def test_job_script_with_tls_says_tls(dask_jobqueue, tmp_path):
+    """With cluster.security the workers get the certificates and the placeholder reads tls://."""
+    from support.tls import make_certs
+
+    files = make_certs(tmp_path)
+    cfg = cluster_of(kind="pbs", cores=2, memory="4GB", security=files, dashboard_address=None)
+    cmd = jobqueue.job_script(cfg).splitlines()[-1]
+    assert f"tls://{jobqueue.ADDRESS_PLACEHOLDER}:8786" in cmd and "tcp://" not in cmd
+    assert "--protocol tls://" in cmd and f"--tls-ca-file {files['ca_file']}" in cmd
+
+
 @pytest.mark.parametrize("kind", ["slurm", "pbs"])
 def test_example_jobqueue_yaml_layers_under_run_config(dask_jobqueue, kind):
     """cluster/jobqueue-<kind>.yaml is a valid dask config; the run config's keys win over it."""
@@ -98,6 +129,8 @@ def test_job_script_command(tmp_path, dask_jobqueue, name):
     assert p.stdout.startswith("#!/usr/bin/env bash")
     assert ("#SBATCH" if "slurm" in name else "#PBS") in p.stdout
     assert "--preload mst_dist.engine.warmup" in p.stdout
+    # rendered without a scheduler: dask-jobqueue's placeholder, not a temporary address
+    assert f"tcp://{jobqueue.ADDRESS_PLACEHOLDER}:8786" in p.stdout.rstrip().splitlines()[-1]
 
 
 def test_job_script_needs_batch_kind(tmp_path):
