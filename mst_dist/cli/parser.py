@@ -126,6 +126,10 @@ def _add_run_arguments(r, submit=False):
     g.add_argument("--input-format", metavar="FORMAT",
                    help="the input's format (default: from its name): edgelist, gr, mtx, npz, npy, "
                         "egr, parquet")
+    g.add_argument("--dedupe-directions", action=argparse.BooleanOptionalAction, default=None,
+                   help="gr, mtx, egr: keep one arc of each pair (u < v) of a file that lists every edge "
+                        "both ways (graph.options.dedupe_directions; default: off for gr and mtx, which "
+                        "then read both directions as parallel edges, on for egr)")
     g.add_argument("--generate", metavar="KIND", help="generator: " + ", ".join(GENERATORS))
     _add_generator_arguments(g)
 
@@ -300,6 +304,13 @@ def run_config_from_args(args):
             raise ConfigError("--input-format: only with an input file (--input PATH, or a "
                               "config with graph.input)")
         raw["graph"] = {**graph, "format": args.input_format}
+    if args.dedupe_directions is not None:
+        graph = raw.get("graph")
+        if not (isinstance(graph, dict) and "input" in graph):
+            raise ConfigError("--dedupe-directions: only with an input file (--input PATH, or a "
+                              "config with graph.input)")
+        options = graph.get("options") if isinstance(graph.get("options"), dict) else {}
+        raw["graph"] = {**graph, "options": {**options, "dedupe_directions": args.dedupe_directions}}
     for key, value in (("partitions", args.partitions), ("local_finish", args.local_finish),
                        ("backend", args.backend), ("stream", args.stream)):
         if value is not None:

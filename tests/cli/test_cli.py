@@ -222,6 +222,21 @@ def test_generator_params_need_generated_graph(tmp_path):
         cfg_of(str(p), "--scale", "3")
 
 
+@pytest.mark.usefixtures("restore_logging")
+def test_dedupe_directions_flag(tmp_path, capsys):
+    """--dedupe-directions keeps one arc of each pair of a .gr file; by default both are edges."""
+    gr = tmp_path / "roads.gr"
+    gr.write_text("p sp 3 4\na 1 2 5\na 2 1 5\na 2 3 7\na 3 2 7\n")
+    assert cfg_of("--input", str(gr), "--dedupe-directions")["graph"]["options"] == {"dedupe_directions": True}
+    assert "options" not in cfg_of("--input", str(gr))["graph"]
+    for flag, edges in (("--dedupe-directions", 2), ("--no-dedupe-directions", 4), (None, 4)):
+        assert cli.main(["run", "--input", str(gr), "--json", "--quiet", *([flag] if flag else [])]) == 0
+        summary = json.loads(capsys.readouterr().out)["summary"]
+        assert (summary["edges"], summary["forest_edges"], summary["total_weight"]) == (edges, 2, 12), flag
+    with pytest.raises(ConfigError, match="--dedupe-directions: only with an input file"):
+        cfg_of("--generate", "grid", "--rows", "2", "--cols", "2", "--dedupe-directions")
+
+
 def test_build_graph_generate():
     g = cli.build_graph(cfg_of("--generate", "grid", "--rows", "3", "--cols", "4", "--seed", "2"))
     ref = mst_dist.generate("grid", rows=3, cols=4, seed=2)
