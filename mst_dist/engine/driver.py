@@ -743,6 +743,8 @@ class Driver:
                 self.client.unsubscribe_topic(EVENT_TOPIC)
             except Exception:  # a closed client
                 logger.debug("could not unsubscribe", exc_info=True)
+            # distributed keeps the handler after unsubscribing: let it go with the run
+            getattr(self.client, "_event_handlers", {}).pop(EVENT_TOPIC, None)
 
     def _emit(self, **ev):
         ev["elapsed"] = time.perf_counter() - self.t_start

@@ -484,7 +484,7 @@ def test_cli_table_npz_input_csv_output(tmp_path):
     (tmp_path / "run.yaml").write_text(
         "graph:\n  input: g.npz\nn_vertices: 64\noutput:\n  path: forest.csv\n"
         "cluster:\n  n_workers: 1\n  threads_per_worker: 2\n  dashboard_address: null\n")
-    p = run_cli("run", "run.yaml", cwd=tmp_path)
+    p = run_cli("run", "run.yaml", "--wide", "-v", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     total, ncomp = scipy_forest(mst_dist.Graph.from_arrays(src, dst, w, n_vertices=64))
     out = p.stdout
@@ -495,7 +495,7 @@ def test_cli_table_npz_input_csv_output(tmp_path):
     t = pcsv.read_csv(tmp_path / "forest.csv")
     assert t.num_rows == 64 - ncomp
     assert int(np.sum(t.column("weight").to_numpy())) == int(total)
-    assert "INFO" in p.stderr  # progress logs go to stderr
+    assert "INFO" in p.stderr  # -v: progress logs go to stderr
 
 
 def test_cli_bad_config_exit_2(tmp_path):

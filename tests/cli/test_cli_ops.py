@@ -2,11 +2,7 @@
 plot, ``submit`` to a cluster that is already up."""
 import json
 import os
-import pty
 import re
-import select
-import subprocess
-import time
 
 import numpy as np
 import pytest
@@ -16,34 +12,7 @@ from mst_dist.diagnostics import dashboard
 from support.chromium import chromium_path
 from support.naive import kruskal
 from support import ROOT
-from support.cli import CLI, cli_env, run_cli
-
-ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|\r")
-
-
-def on_a_terminal(*args, cwd, timeout=300):
-    """Run the CLI with stdout and stderr on a pseudo-terminal; everything it drew, ANSI stripped."""
-    master, slave = pty.openpty()
-    p = subprocess.Popen([*CLI, *args], cwd=cwd, stdin=slave, stdout=slave, stderr=slave,
-                         env=cli_env(TERM="xterm-256color", COLUMNS="160", LINES="40"), close_fds=True)
-    os.close(slave)
-    chunks, deadline = [], time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        r, _, _ = select.select([master], [], [], 0.5)
-        if r:
-            try:
-                data = os.read(master, 65536)
-            except OSError:  # the child closed the terminal
-                break
-            if not data:
-                break
-            chunks.append(data)
-        elif p.poll() is not None:
-            break
-    os.close(master)
-    rc = p.wait(timeout=60)
-    return rc, ANSI.sub("", b"".join(chunks).decode(errors="replace"))
-
+from support.cli import on_a_terminal, run_cli
 
 # --------------------------------------------------------------------------
 # live progress

@@ -1,7 +1,9 @@
 """The command line in a subprocess: ``python -m mst_dist.cli`` with the repository importable."""
 import os
+import re
 import subprocess
 import sys
+import time
 
 from support import ROOT
 
@@ -35,3 +37,42 @@ def cluster_of(**section):
     from mst_dist.cli.runconfig import validate_run_config
 
     return validate_run_config({**GEN, "cluster": section})["cluster"]
+
+
+#: ANSI control sequences (colours, cursor moves) and carriage returns.
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|\r")
+
+
+def on_a_terminal(*args, cwd, columns=160, lines=40, timeout=300):
+    """Run ``mst-dist ARGS`` with stdout and stderr on a pseudo-terminal ``columns`` wide.
+
+    Returns ``(exit status, everything it drew)``, ANSI sequences stripped.
+    """
+    import fcntl
+    import pty
+    import select
+    import struct
+    import termios
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", lines, columns, 0, 0))
+    p = subprocess.Popen([*CLI, *args], cwd=cwd, stdin=slave, stdout=slave, stderr=slave,
+                         env=cli_env(TERM="xterm-256color", COLUMNS=str(columns), LINES=str(lines)),
+                         close_fds=True)
+    os.close(slave)
+    chunks, deadline = [], time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        r, _, _ = select.select([master], [], [], 0.5)
+        if r:
+            try:
+                data = os.read(master, 65536)
+            except OSError:  # the child closed the terminal
+                break
+            if not data:
+                break
+            chunks.append(data)
+        elif p.poll() is not None:
+            break
+    os.close(master)
+    rc = p.wait(timeout=60)
+    return rc, ANSI.sub("", b"".join(chunks).decode(errors="replace"))

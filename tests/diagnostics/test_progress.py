@@ -1,0 +1,61 @@
+"""The live progress line: what it says of each event, and the rounds a one-task solve reports as it goes."""
+import time
+
+from rich.console import Console
+
+import mst_dist
+from mst_dist.diagnostics.progress import LiveProgress, format_event, phase_label
+
+
+def test_a_step_of_the_solve_is_named():
+    assert phase_label({"phase": "map"}) == "map"
+    assert phase_label({"phase": "local", "step": "main"}) == "local"
+    assert phase_label({"phase": "local", "step": "light"}) == "local, light edges"
+    assert phase_label({"phase": "local", "step": "heavy"}) == "local, heavy edges"
+    line = format_event({"round": 3, "phase": "local", "step": "light", "components": 1234, "edges": 56789,
+                         "elapsed": 2.5})
+    assert line.startswith("round 3  local, light edges ")
+    assert "1,234 components" in line and "56,789 edges left" in line and line.endswith("2.5 s")
+
+
+def test_the_live_line_shows_the_latest_event():
+    console = Console(record=True, width=120, color_system=None)
+    live = LiveProgress(console=console)
+    live({"round": 0, "phase": "local", "components": 100, "edges": 400, "elapsed": 0.1})
+    live({"round": 2, "phase": "local", "step": "heavy", "components": 40, "edges": 90, "elapsed": 0.2})
+    console.print(live)
+    text = console.export_text()
+    assert "round 2" in text and "local, heavy edges" in text and "40 components" in text
+    assert "90 edges left" in text and len(live.events) == 2
+
+
+def test_a_one_task_solve_reports_each_round_as_it_ends(client):
+    g = mst_dist.generate("rmat", scale=12, seed=7)
+    heard = []
+    res = mst_dist.minimum_spanning_forest(g, client, progress=lambda ev: heard.append((time.perf_counter(), ev)))
+    local = [r for r in res.stats.rounds if r.mode.startswith("local")]
+    assert len(local) > 2 and len(local) == len(res.stats.rounds)  # the whole forest in one task
+    told = [ev for _, ev in heard if ev.get("phase") == "local" and "step" in ev]
+    # every round of the task, in order, with its counts, between the task's start and the run's end
+    assert [ev["round"] for ev in told] == [r.round for r in local]
+    assert [ev["components"] for ev in told] == [r.components_after for r in local]
+    assert [ev["edges"] for ev in told] == [r.edges_after for r in local]
+    assert {ev["step"] for ev in told} == {"light", "heavy", "main"}
+    phases = [ev["phase"] for _, ev in heard]
+    start, end = phases.index("local"), phases.index("finish")
+    assert all(start < i < end for i, (_, ev) in enumerate(heard) if "step" in ev)
+    # the elapsed time moves with them (the driver's clock)
+    elapsed = [ev["elapsed"] for ev in told]
+    assert elapsed == sorted(elapsed)
+    assert "mst-dist" not in client._event_handlers  # the subscription ends with the task
+
+
+def test_no_progress_callback_no_subscription(client):
+    g = mst_dist.generate("grid", rows=20, cols=20)
+    subscribed = []
+    client.subscribe_topic = lambda *a: subscribed.append(a)  # noqa: the driver must not call it
+    try:
+        assert mst_dist.minimum_spanning_forest(g, client).n_forest_edges == 399
+    finally:
+        del client.subscribe_topic
+    assert subscribed == []  # the driver subscribes only for a progress callback
