@@ -240,7 +240,7 @@ def print_summary(result, wall_seconds, output=None, console=None, wide=False):
     if console is None:
         console = Console()
         if not console.is_terminal:
-            console = Console(width=200)  # a file or a pipe: don't fold the table
+            console = Console(width=1000)  # a file or a pipe: nothing folded, no column left out
     s = result.summary()
     st = result.stats
     head = Table.grid(padding=(0, 2))
