@@ -101,6 +101,28 @@ def test_job_script_with_tls_says_tls(dask_jobqueue, tmp_path):
     assert "--protocol tls://" in cmd and f"--tls-ca-file {files['ca_file']}" in cmd
 
 
+def test_cluster_readme_lists_the_cluster_keys_that_exist():
+    """cluster/README.md's key table: every cluster key a run config takes, and no other."""
+    import re
+
+    from mst_dist.cli import runconfig
+
+    with open(os.path.join(ROOT, "cluster", "README.md"), encoding="utf-8") as f:
+        text = f.read()
+    table = text.split("| key | kinds | default |\n", 1)[1].split("\n\n", 1)[0]
+    rows = [ln for ln in table.splitlines() if ln.startswith("| `")]
+    listed = {k for ln in rows for k in re.findall(r"`([a-z_]+)`", ln.split("|")[1])}
+    keys = set(runconfig._CLUSTER_KEYS)
+    assert listed - set(runconfig._SECURITY_KEYS) == keys
+    # the keys the table says have a packaged default are in mst-dist.yaml's cluster section
+    from mst_dist.config import DEFAULTS
+
+    packaged = {k.replace("-", "_") for k in DEFAULTS["mst"]["cluster"]}
+    said = {k for ln in rows if "`mst-dist.yaml`" in ln.split("|")[3]
+            for k in re.findall(r"`([a-z_]+)`", ln.split("|")[1])}
+    assert said and said <= packaged and not (keys - said) & packaged
+
+
 @pytest.mark.parametrize("kind", ["slurm", "pbs"])
 def test_example_jobqueue_yaml_layers_under_run_config(dask_jobqueue, kind):
     """cluster/jobqueue-<kind>.yaml is a valid dask config; the run config's keys win over it."""
