@@ -28,7 +28,7 @@ from distributed import as_completed, wait
 from distributed.scheduler import KilledWorker
 
 from mst_dist import config
-from mst_dist.engine import accounting, checkpoint, passes, tasks
+from mst_dist.engine import accounting, checkpoint, interrupt, passes, tasks
 from mst_dist.engine.cluster_info import scheduler_workers
 from mst_dist.engine.keys import EVENT_TOPIC, new_token
 from mst_dist.engine.placement import measure_throughput, pin, place, placement_stats, worker_kinds
@@ -135,6 +135,9 @@ class Driver:
         with Watchdog(self.client, self.token, config.get("stall-timeout", None, 300)) as dog:
             try:
                 return self._run()
+            except KeyboardInterrupt:
+                interrupt.quiet_after_interrupt()  # the tasks left running make noise as the cluster closes
+                raise
             except Exception as e:
                 if dog.error is not None:
                     raise dog.error from e
