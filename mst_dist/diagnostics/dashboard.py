@@ -223,7 +223,9 @@ class MSTPage:
         self.scheduler = scheduler
         self._plugin = plugin
         self.seen = None
-        self.root, self.sources, self.parts = figures.build(self.plugin_data())
+        # host/GPU copy bars where the cluster has GPU workers (or the run copied to a GPU)
+        gpu = any((ws.resources or {}).get("GPU") for ws in getattr(scheduler, "workers", {}).values())
+        self.root, self.sources, self.parts = figures.build(self.plugin_data(), gpu=gpu or None)
 
     @property
     def plugin(self):

@@ -121,6 +121,18 @@ def test_static_figures_as_published():
     assert not parts["phases"].toolbar.autohide
 
 
+def test_page_has_gpu_bars_where_the_cluster_has_gpu_workers():
+    pytest.importorskip("bokeh", reason="the page needs Bokeh: pip install mst-dist[dashboard]")
+    from types import SimpleNamespace
+
+    def page(resources):
+        sched = SimpleNamespace(plugins={}, workers={"tcp://w:1": SimpleNamespace(resources=resources)})
+        return dashboard.MSTPage(sched, dashboard.MSTDashboard())
+
+    assert "host → GPU" in legend_labels(page({"GPU": 1}).parts["bytes"])
+    assert "host → GPU" not in legend_labels(page({}).parts["bytes"])
+
+
 @pytest.mark.slow
 def test_count_ticks_in_chromium(tmp_path):
     """The log axis labels counts as 1, 100, 10k, 1M, 2.5M, 1B (not 1.000e+6), run by the browser."""
