@@ -34,7 +34,8 @@ def job_cluster(cfg, asynchronous=False):
     renders a script).
 
     With ``interface`` the scheduler and the workers listen on that network
-    interface only (dask-jobqueue's ``--interface``); the dashboard on
+    interface only (dask-jobqueue's ``--interface``; the workers' web
+    servers too, :func:`_worker_web_server_args`); the dashboard on
     ``dashboard_address`` (loopback by default).  ``security``: the
     scheduler and the workers speak ``tls://`` with those certificates
     (the files must be readable on the compute nodes too).
@@ -44,13 +45,12 @@ def job_cluster(cfg, asynchronous=False):
     cls = {"slurm": jq.SLURMCluster, "pbs": jq.PBSCluster}[kind]
     kw = {k: cfg[k] for k in JOBQUEUE_KEYS if cfg.get(k) is not None}
     if cfg.get("warmup"):
-        import dask
-
-        args = kw.get("worker_extra_args")
-        if args is None:
-            args = dask.config.get(f"jobqueue.{kind}.worker-extra-args", None) or []
+        args = _worker_args(kw, kind)
         if WARMUP not in args:
             kw["worker_extra_args"] = [*args, "--preload", WARMUP]
+    listen = _worker_web_server_args(cfg, kw)
+    if listen:
+        kw["worker_extra_args"] = [*_worker_args(kw, kind), *listen]
     dash = cfg.get("dashboard_address")
     # without a dashboard the scheduler's web server (health, metrics) stays: on loopback, not :8787
     kw["scheduler_options"] = ({"dashboard_address": dash} if dash else
@@ -65,6 +65,42 @@ def job_cluster(cfg, asynchronous=False):
         # dask-jobqueue then speaks tls:// and gives the workers --tls-ca-file/--tls-cert/--tls-key
         kw["security"] = security
     return cls(asynchronous=asynchronous, **kw)
+
+
+def _worker_args(kw, kind):
+    """The workers' extra ``dask worker`` arguments: the run config's, else dask-jobqueue's setting."""
+    import dask
+
+    args = kw.get("worker_extra_args")
+    if args is None:
+        args = dask.config.get(f"jobqueue.{kind}.worker-extra-args", None) or []
+    return list(args)
+
+
+def _worker_web_server_args(cfg, kw):
+    """``--dashboard-address IP:0`` for the jobs' workers when an interface is given, else ``[]``.
+
+    ``dask worker --interface ib0`` puts the worker's comm port on that
+    interface but its web server (``--dashboard-address``, default ``:0``)
+    on every interface; the interface's address is known only on the node,
+    so the job script asks the job's Python for it.
+    """
+    import re
+    import sys
+
+    import dask
+
+    kind = cfg["kind"]
+    interface = kw.get("interface") or dask.config.get(f"jobqueue.{kind}.interface", None)
+    if not interface or "--dashboard-address" in _worker_args(kw, kind):
+        return []
+    if not re.fullmatch(r"[\w.:@-]+", interface):
+        from mst_dist.config import ConfigError
+
+        raise ConfigError(f"cluster.interface: {interface!r} is not a network interface name", key="cluster.interface")
+    python = kw.get("python") or dask.config.get(f"jobqueue.{kind}.python", None) or sys.executable
+    ip = f"""$({python} -c "from distributed.utils import get_ip_interface; print(get_ip_interface('{interface}'))")"""
+    return ["--dashboard-address", f"{ip}:0"]
 
 
 #: What dask-jobqueue writes for the scheduler's address in a script rendered before it starts.
