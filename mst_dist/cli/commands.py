@@ -225,8 +225,8 @@ def _setup_logging(args, console=None):
 
 
 def _live_progress(args, console):
-    """The live progress display, or ``None``: only on a terminal, never with --quiet."""
-    if args.quiet or not sys.stdout.isatty() or not console.is_terminal:
+    """The live progress display, or ``None``: only on a terminal, never with --quiet or on an MPI rank."""
+    if args.quiet or not sys.stdout.isatty() or not console.is_terminal or _under_mpi():
         return None
     from mst_dist.diagnostics.progress import LiveProgress
 
@@ -333,7 +333,11 @@ def _run(args, console=None):
         sys.stdout.write(rpt.dumps(rep))
         sys.stdout.write("\n")
     else:
-        print_summary(result, wall, output, wide=args.wide)
+        from rich.console import Console
+
+        # an MPI rank's output is forwarded by mpirun (maybe through a pseudo-terminal): plain text
+        plain = Console(width=1000, color_system=None, force_terminal=False) if _under_mpi() else None
+        print_summary(result, wall, output, console=plain, wide=args.wide)
     return 0
 
 
@@ -405,7 +409,7 @@ def main(argv=None):
         return bench_cli(forwarded)
     from rich.console import Console
 
-    console = Console(stderr=True)
+    console = Console(stderr=True, **({"color_system": None, "force_terminal": False} if _under_mpi() else {}))
     _setup_logging(args, console)
     from mst_dist.config import ConfigError
     from mst_dist.engine.checkpoint import CheckpointMismatchError

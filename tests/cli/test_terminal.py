@@ -213,6 +213,15 @@ def test_mpi_ranks_log_plain_lines(monkeypatch):
     assert handler.formatter._fmt == "%(asctime)s - %(name)s - %(levelname)s - %(message)s"
 
 
+def test_mpi_ranks_draw_no_live_line(monkeypatch):
+    args = cli.build_parser().parse_args(["run"])
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    console = Console(force_terminal=True)
+    assert cli._live_progress(args, console) is not None
+    monkeypatch.setenv("PMI_RANK", "1")
+    assert cli._live_progress(args, console) is None
+
+
 def compute_failed(key, exc):
     """A record as Dask's worker logger writes it for a failed task."""
     return logging.LogRecord("distributed.worker", logging.ERROR, __file__, 1,
