@@ -6,7 +6,16 @@
 >>> res.edge_ids.tolist(), res.total_weight, res.n_components
 ([1, 2, 3], 10, 1)
 """
-from mst_dist.graph import Graph, InvalidGraphError
+import logging as _logging
+
+# a library logs, and prints nothing unless the caller configures logging
+_logging.getLogger("mst_dist").addHandler(_logging.NullHandler())
+
+from mst_dist.environment import kernel_cache_dir as _kernel_cache_dir  # noqa: E402
+
+_kernel_cache_dir()  # compiled kernels persist even where the package folder is read-only
+
+from mst_dist.graph import Graph, InvalidGraphError  # noqa: E402
 from mst_dist.result import MSFResult, RoundStats, RunStats, PHASES
 from mst_dist.api import minimum_spanning_forest
 from mst_dist.kernels.gpu import GPUUnavailableError

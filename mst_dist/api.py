@@ -53,7 +53,12 @@ def minimum_spanning_forest(graph, client=None, *, partitions=None, backend="aut
         kept in the result's ``nodes``).
     client : distributed.Client, optional
         The cluster to run on, local or remote; left as it was.  Without one,
-        an embedded in-process ``LocalCluster`` is started and shut down after.
+        an in-process ``LocalCluster`` (threads, no dashboard) started by the
+        first such call and reused by the later ones until the process exits
+        (``mst.embedded.reuse: false``: one per call, shut down after it;
+        ``mst.embedded.dashboard: true``: with the dashboard).  Kernels that
+        Numba's cache lacks (the first run after install) are compiled first,
+        as a ``compile`` progress event.
     partitions : int, optional
         Number of edge chunks (default: one per worker thread, at least one per
         16M edges).
@@ -169,9 +174,19 @@ def minimum_spanning_forest(graph, client=None, *, partitions=None, backend="aut
     )
     if client is not None:
         return _run_resilient(Driver, graph, client, opts)
-    from mst_dist.deploy.local import embedded, local_gpu
+    from mst_dist.deploy.local import embedded, local_gpu, shared_client
 
-    with embedded(gpu=local_gpu(backend)) as c:
+    gpu = local_gpu(backend)
+    if backend != "gpu":
+        from mst_dist.engine.warmup import ensure_compiled
+
+        # the workers are threads of this process: compile what they lack here, as a step
+        ensure_compiled(graph.weight_dtype, progress=progress)
+    if _conf("embedded.reuse", None, True):
+        return _run_resilient(Driver, graph, shared_client(gpu=gpu), opts)
+    dashboard = _conf("cluster.dashboard-address", None, None) if _conf("embedded.dashboard", None, False) \
+        else None
+    with embedded(gpu=gpu, dashboard_address=dashboard, silence_logs=logging.ERROR) as c:
         return _run_resilient(Driver, graph, c, opts)
 
 

@@ -9,6 +9,9 @@ Three things every report and every optional feature needs, written once:
   with CuPy, the CUDA devices.
 - :func:`optional_import`: import a module or raise an :class:`ImportError`
   that says what to ``pip install``.
+- :func:`kernel_cache_dir`: where Numba keeps the compiled kernels, and a
+  per-user directory for them where neither the package's folder nor the
+  user's cache folder can be written.
 
 Nothing here imports the rest of mst-dist (``mst_dist._version`` aside),
 so any layer may use it; none of these functions raises for a missing
@@ -21,7 +24,7 @@ import os
 import platform
 import subprocess
 
-__all__ = ["versions", "machine_info", "gpu_info", "loadavg", "optional_import"]
+__all__ = ["versions", "machine_info", "gpu_info", "loadavg", "optional_import", "kernel_cache_dir"]
 
 #: Distributions whose versions :func:`versions` reports, by the key it reports them under.
 #: A key with several names is the first installed of them (CuPy's wheels are per CUDA major).
@@ -247,3 +250,60 @@ def optional_import(module, *, extra=None, what=None, package=None):
         raise ImportError(f"{what or 'this'} needs {pkg}, which is not installed ({exc}); "
                           f"install it with: pip install {hint}") from None
 
+
+def _writable(path):
+    """Whether a directory exists or can be made, and a file can be written in it (as Numba checks)."""
+    import tempfile
+
+    try:
+        os.makedirs(path, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError:
+        return False
+    return True
+
+
+def _user_cache_root():
+    """The user's cache folder, as Numba's user-wide cache finds it (``$XDG_CACHE_HOME`` or ``~/.cache``)."""
+    return os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+
+
+def kernel_cache_dir(fallback=True):
+    """Where Numba keeps mst-dist's compiled CPU kernels, making sure it can keep them somewhere.
+
+    Numba caches beside the sources (``mst_dist/kernels/cpu/__pycache__``)
+    where that folder can be written, else in the user's cache folder
+    (``~/.cache/numba``), else nowhere: then every process would fail to
+    import the kernels.  In that last case (a read-only install and no
+    writable home, as in some containers and batch jobs), and with ``fallback``,
+    this sets ``NUMBA_CACHE_DIR`` (and Numba's setting, if it is imported
+    already) to a per-user folder of the temporary directory, which persists
+    between processes.  A ``NUMBA_CACHE_DIR`` set by the caller wins.
+
+    Returns
+    -------
+    str or None
+        The folder Numba caches under; ``None`` when none can be written.
+    """
+    import sys
+    import tempfile
+
+    given = os.environ.get("NUMBA_CACHE_DIR")
+    if given:
+        return given
+    pkg = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernels", "cpu", "__pycache__")
+    if _writable(pkg):
+        return pkg
+    user = os.path.join(_user_cache_root(), "numba")
+    if _writable(user):
+        return user
+    uid = os.getuid() if hasattr(os, "getuid") else os.environ.get("USERNAME", "user")
+    tmp = os.path.join(tempfile.gettempdir(), f"mst-dist-numba-{uid}")
+    if not fallback or not _writable(tmp):
+        return None
+    os.environ["NUMBA_CACHE_DIR"] = tmp
+    numba = sys.modules.get("numba")
+    if numba is not None:
+        numba.config.CACHE_DIR = tmp
+    return tmp

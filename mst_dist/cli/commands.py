@@ -115,6 +115,11 @@ def _local_gpu(cfg):
 
 
 def _progress(event):
+    if event.get("phase") == "compile":
+        from mst_dist.diagnostics.progress import format_event
+
+        logger.info("%s", format_event(event))
+        return
     if event.get("phase") == "pass":
         from dask.utils import format_bytes
 
@@ -294,7 +299,15 @@ def _run(args, console=None):
     kwargs = _engine_kwargs(cfg, live or (None if args.quiet else _progress))
     # a generated graph is only a recipe: check it before starting a cluster
     graph = build_graph(cfg) if "generate" in cfg["graph"] else None
-    client, close = make_client(cfg["cluster"], gpu=_local_gpu(cfg))
+    gpu = _local_gpu(cfg)
+    if cfg["cluster"]["kind"] == "local" and not gpu and cfg["backend"] != "gpu":
+        # local workers share this machine's kernel cache: fill it first, as a step
+        from mst_dist.engine.warmup import ensure_compiled
+
+        with live if live is not None else contextlib.nullcontext():
+            ensure_compiled(None if graph is None else graph.weight_dtype, progress=kwargs["progress"],
+                            parts=("local",) if (cfg["cluster"].get("n_workers") or 1) == 1 else ("local", "rounds"))
+    client, close = make_client(cfg["cluster"], gpu=gpu)
     try:
         if client is None:
             return 0  # an MPI rank that served as the scheduler or a worker: the run is over
@@ -338,6 +351,23 @@ def _run(args, console=None):
         # an MPI rank's output is forwarded by mpirun (maybe through a pseudo-terminal): plain text
         plain = Console(width=1000, color_system=None, force_terminal=False) if _under_mpi() else None
         print_summary(result, wall, output, console=plain, wide=args.wide)
+    return 0
+
+
+def _warmup(args):
+    """``mst-dist warmup``: every CPU kernel (and with ``--gpu`` the GPU ones) compiled into the cache now."""
+    from mst_dist.engine import warmup
+
+    parts = tuple(warmup.PARTS)
+    fresh = not all(warmup.kernels_cached(k, p) for k in ("int64", "float64") for p in parts)
+    t0 = time.perf_counter()
+    warmup.ensure_compiled(None, parts=parts)
+    if args.gpu:
+        warmup.warm((), gpu=True)
+    secs = time.perf_counter() - t0
+    if not args.quiet:
+        done = f"kernels compiled in {secs:.1f} s" if fresh else "kernels already compiled"
+        print(f"{done}; Numba's cache: {warmup.cache_dir()}")
     return 0
 
 
@@ -421,6 +451,8 @@ def main(argv=None):
             return _job_script(args)
         if args.command == "generate":
             return _generate(args)
+        if args.command == "warmup":
+            return _warmup(args)
         return _run(args, console)
     except (ConfigError, InvalidGraphError, GPUUnavailableError, CheckpointMismatchError) as e:
         # GPUUnavailableError: backend gpu where no worker can run it (the message says what to install)

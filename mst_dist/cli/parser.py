@@ -202,7 +202,7 @@ def _add_run_arguments(r, submit=False):
 
 
 def build_parser():
-    """The ``mst-dist`` argument parser: ``run``, ``submit``, ``generate``, ``job-script``, ``bench``."""
+    """The ``mst-dist`` argument parser: ``run``, ``submit``, ``generate``, ``job-script``, ``warmup``, ``bench``."""
     p = argparse.ArgumentParser(
         prog="mst-dist",
         description="Minimum spanning forests of very large graphs on a Dask cluster.",
@@ -253,6 +253,17 @@ def build_parser():
                     "cluster.kind is slurm or pbs (nothing is submitted).",
     )
     j.add_argument("config", metavar="CONFIG", help="run config (YAML) with cluster.kind slurm or pbs")
+
+    wu = sub.add_parser(
+        "warmup",
+        help="compile the kernels ahead (for images and batch jobs)",
+        description="Compile every CPU kernel (integer and float weights) into Numba's on-disk "
+                    "cache now, so that no run compiles: once after install, e.g. in a container "
+                    "image's build or before a batch job array. Prints where the cache is.",
+    )
+    wu.add_argument("--gpu", action="store_true",
+                    help="also compile the GPU kernels (needs CuPy and a CUDA device)")
+    _add_log_arguments(wu, "print nothing")
 
     from mst_dist.bench import build_parser as _bench_parser
 

@@ -83,7 +83,7 @@ _CLUSTER_KEYS = {
     "dashboard_address": ("str|null", "cluster.dashboard-address", _STARTED),
     "memory_limit": ("str|int|float|null", "cluster.memory-limit", ("local", "local-cuda", "mpi")),
     "cuda_visible_devices": ("str|null", None, ("local-cuda",)),
-    "warmup": ("bool", "cluster.warmup", ("local-cuda", "slurm", "pbs", "mpi")),
+    "warmup": ("bool", "cluster.warmup", ("local", "local-cuda", "slurm", "pbs", "mpi")),
     "wait_timeout": ("float", "cluster.wait-timeout", ("address", "slurm", "pbs", "mpi")),
     "jobs": ("int", "cluster.jobs", _JOBQUEUE),
     "cores": ("int|null", None, _JOBQUEUE),

@@ -159,14 +159,19 @@ def open_local(cfg, gpu=False):
     """A client of the in-process cluster a ``local`` section describes, closed on exit.
 
     Unset keys as :func:`embedded` (one worker by default); ``memory_limit``
-    is each worker's, threads or processes.  ``gpu``: the workers advertise
+    is each worker's, threads or processes.  Worker processes preload
+    :mod:`mst_dist.engine.warmup` unless ``warmup`` is false.  ``gpu``: the workers advertise
     ``resources={"GPU": 1}`` and run the GPU kernels on this machine's
     device (see :func:`local_gpu`).
     """
+    from mst_dist import config
     from mst_dist.config import ConfigError
-    from mst_dist.deploy._core import security_of
+    from mst_dist.deploy._core import WARMUP, security_of
 
     memory = {"memory_limit": cfg["memory_limit"]} if "memory_limit" in cfg else {}
+    if config.get("cluster.processes", cfg.get("processes")) and config.get("cluster.warmup", cfg.get("warmup")):
+        # worker processes load the kernels as they start, not in the first round
+        memory["preload"] = [WARMUP]
     try:
         security = security_of(cfg.get("security"), temporary=True)
     except ValueError as e:
@@ -216,7 +221,8 @@ def shared_client(gpu=False):
     with _Shared.lock:
         if _Shared.key != key or not _alive(_Shared.client):
             close_shared()
-            cm = embedded(dashboard_address=key[4], gpu=gpu)
+            # a library's cluster: Dask's own warnings (an event loop slowed by the kernels) stay quiet
+            cm = embedded(dashboard_address=key[4], gpu=gpu, silence_logs=logging.ERROR)
             client = cm.__enter__()
             _Shared.key, _Shared.context, _Shared.client = key, cm, client
             if not _Shared.exit_hook:

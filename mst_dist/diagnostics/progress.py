@@ -5,7 +5,9 @@ The driver calls ``progress(event)`` with its ``phase`` records (``round``,
 publishes to the dashboard.  The single-task solve (phase ``local``) tells each
 of its rounds as it ends, with its ``step``: ``light`` (a light-edge pass,
 counting light edges only), ``heavy`` (the heavy edges relabelled) or
-``main``, so the line moves during a solve that is one task.  :class:`LiveProgress` shows the latest one as a
+``main``, so the line moves during a solve that is one task.  The first run
+after install starts with a ``compile`` step (``compiling kernels — once after
+install``), kept on the screen with its time once done.  :class:`LiveProgress` shows the latest one as a
 status line, with the elapsed time ticking between events, and the rounds
 done so far.  It draws only on a terminal; ``mst-dist run`` turns it off when
 stdout is not one, and with ``--quiet``.
@@ -22,6 +24,13 @@ def _pass_line(ev):
     gib = (ev.get("bytes_read") or 0) / 2**30
     return (f"{ev.get('pass', 'pass')}  {ev.get('chunks_done', 0):,}/{ev.get('chunks_total', 0):,} chunks  "
             f"{gib:,.2f} GiB read  {ev.get('edges', 0):,} edges kept")
+
+
+def _compile_line(ev):
+    """The one-time compilation step (a ``compile`` event of :func:`mst_dist.engine.warmup.ensure_compiled`)."""
+    from mst_dist.engine.warmup import COMPILE_STEP
+
+    return "kernels compiled (once after install)" if ev.get("done") else COMPILE_STEP
 
 
 #: What a single-task solve's step adds to its phase's name.
@@ -43,6 +52,8 @@ def format_event(ev, elapsed=None):
     el = ev.get("elapsed", 0.0) if elapsed is None else elapsed
     if ev.get("phase") == "pass":
         return f"{_pass_line(ev)}  {el:8.1f} s"
+    if ev.get("phase") == "compile":
+        return f"{_compile_line(ev)}  {el:8.1f} s"
     return (f"round {ev.get('round', 0)}  {phase_label(ev):<6} "
             f"{ev.get('components', 0):>14,} components {ev.get('edges', 0):>16,} edges left  "
             f"{el:8.1f} s")
@@ -84,6 +95,12 @@ class LiveProgress:
             grid.add_row(Spinner("dots"), "[bold]streaming[/]", f"[cyan]{_pass_line(ev)}[/]",
                          f"[dim]{elapsed:.1f} s[/]")
             return grid
+        if ev.get("phase") == "compile":
+            if ev.get("done"):  # the run goes on: the cluster and the graph come next
+                grid.add_row(Spinner("dots"), "starting the cluster and loading the graph ...")
+            else:
+                grid.add_row(Spinner("dots"), f"[bold]{_compile_line(ev)}[/]", f"[dim]{elapsed:.1f} s[/]")
+            return grid
         grid.add_row(Spinner("dots"), f"[bold]round {ev.get('round', 0)}[/]",
                      f"[cyan]{phase_label(ev)}[/]",
                      f"{ev.get('components', 0):,} components", f"{ev.get('edges', 0):,} edges left",
@@ -95,6 +112,9 @@ class LiveProgress:
             self.event = dict(event)
             self.events.append(self.event)
             self._seen_at = time.perf_counter()
+        if event.get("phase") == "compile" and event.get("done"):
+            # the one-time step stays on the screen once the live line has gone
+            self.console.print(f"[dim]{_compile_line(event)} in {event.get('elapsed', 0.0):.1f} s[/]")
         if self._live is not None:
             self._live.refresh()
 

@@ -19,12 +19,19 @@ use.
 """
 from __future__ import annotations
 
+import hashlib
 import logging
+import os
+import sys
+import threading
 import time
 
 import numpy as np
 
-__all__ = ["warm", "dask_setup"]
+__all__ = ["warm", "dask_setup", "ensure_compiled", "kernels_cached", "cache_dir", "COMPILE_STEP"]
+
+#: How the one-time compilation is named on a terminal and in the logs.
+COMPILE_STEP = "compiling kernels \u2014 once after install"
 
 logger = logging.getLogger("mst_dist.engine.warmup")
 
@@ -69,6 +76,28 @@ def _pipeline(weight_dtype):
     d.forest_ids(chosen0, chosen1)
 
 
+def _local_pipeline(weight_dtype):
+    """What a run that goes straight to the single-task solve calls (the embedded default's usual path)."""
+    from mst_dist.engine import tasks as d
+    from mst_dist.kernels import cpu
+
+    n, src, dst, w = _tiny(weight_dtype)
+    half = src.shape[0] // 2
+    raws = [(src[:half], dst[:half], w[:half]), (src[half:], dst[half:], w[half:])]
+    d.check_edges(src, dst, w, n)
+    rmap, chosen, _ = d.solve_local(raws, None, n, None, n, 1.5, 3.0, [0, half])
+    d.labels(n, rmap)
+    ids = d.forest_ids(chosen)
+    d.chosen_rows(raws[0], 0, ids)
+    # labels of a graph large enough for the parallel numbering (at least 2 threads' worth)
+    big = 65536 * max(2, cpu.arena.nthreads())
+    cpu.labels([-(np.arange(big, dtype=np.int64) // 8) - 1], big)
+
+
+#: The parts :func:`warm` can run: the single-task solve's path, and the distributed rounds' too.
+PARTS = {"local": _local_pipeline, "rounds": _pipeline}
+
+
 def _gpu_pipeline(weight_dtype, kern):
     n, src, dst, w = _tiny(weight_dtype)
     half = src.shape[0] // 2
@@ -83,14 +112,18 @@ def _gpu_pipeline(weight_dtype, kern):
     kern.synchronize()
 
 
-def warm(weight_dtypes=("int64", "float64"), gpu=False):
+def warm(weight_dtypes=("int64", "float64"), gpu=False, parts=("local", "rounds")):
     """Run the kernels once on tiny graphs; returns the seconds it took.
 
-    ``gpu``: also the GPU kernels (on this process's current device).
+    ``parts``: which paths of the engine (:data:`PARTS`): ``"local"``, the
+    single-task solve a one-worker run goes straight to; ``"rounds"``, the
+    distributed rounds too.  ``gpu``: also the GPU kernels (on this process's
+    current device).
     """
     t0 = time.perf_counter()
     for dt in weight_dtypes:
-        _pipeline(dt)
+        for part in parts:
+            PARTS[part](dt)
     if gpu:
         from mst_dist.engine.tasks import array_module_name
         from mst_dist.kernels import backend
@@ -99,6 +132,145 @@ def warm(weight_dtypes=("int64", "float64"), gpu=False):
         for dt in ("int32", "float32", "float64"):
             _gpu_pipeline(dt, kern)
     return time.perf_counter() - t0
+
+
+_KINDS = {"int64": "i", "float64": "f"}
+_warmed = set()
+_lock = threading.Lock()
+
+
+def _kind(weight_dtype):
+    """The warm-up pipeline that covers a weight dtype: ``"float64"`` or ``"int64"`` (every other)."""
+    return "float64" if np.dtype(weight_dtype).kind == "f" else "int64"
+
+
+def _dispatchers():
+    """The CPU kernels' Numba dispatchers that cache to disk, by qualified name."""
+    from numba.core.registry import CPUDispatcher
+
+    from mst_dist.kernels.cpu import chunk, finish, phases, solve
+
+    out = {}
+    for mod in (chunk, phases, solve, finish):
+        for name, obj in vars(mod).items():
+            if isinstance(obj, CPUDispatcher) and obj._cache is not None and \
+                    type(obj._cache).__name__ != "NullCache":
+                out[f"{mod.__name__}.{name}"] = obj
+    return out
+
+
+def cache_dir():
+    """Where Numba keeps the CPU kernels' compiled code (in-tree ``__pycache__`` or a per-user directory)."""
+    from mst_dist.kernels.cpu import chunk
+
+    try:
+        return chunk._first_invalid._cache._cache_path
+    except AttributeError:  # pragma: no cover - a Numba without this attribute
+        return None
+
+
+def _stamp_path(kind, part):
+    d = cache_dir()
+    return None if d is None else os.path.join(d, f"mst-dist-warm-{part}-{kind}.stamp")
+
+
+def _fingerprint():
+    """What the compiled code depends on: the kernels' sources, Numba, Python and this CPU."""
+    import numba
+
+    from mst_dist.kernels import cpu
+
+    h = hashlib.sha256()
+    folder = os.path.dirname(cpu.__file__)
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(".py"):
+            with open(os.path.join(folder, name), "rb") as f:
+                h.update(name.encode() + b"\0" + f.read())
+    h.update(f"{numba.__version__} {sys.version} {numba.config.THREADING_LAYER}".encode())
+    try:
+        import llvmlite.binding as llvm
+
+        h.update(llvm.get_host_cpu_name().encode())
+    except Exception:  # pragma: no cover
+        pass
+    return h.hexdigest()
+
+
+def kernels_cached(weight_dtype="int64", part="local"):
+    """Whether Numba's on-disk cache holds the CPU kernels of a path of the engine for these weights.
+
+    True once :func:`ensure_compiled` (or ``mst-dist warmup``) compiled them
+    for the same kernel sources, Numba, Python and CPU, and each of those
+    kernels' cache index is still there and fresh.  ``part``: ``"local"``
+    or ``"rounds"`` (:data:`PARTS`).
+    """
+    path = _stamp_path(_kind(weight_dtype), part)
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().split()
+    except (OSError, TypeError):
+        return False
+    if not lines or lines[0] != _fingerprint():
+        return False
+    disps = _dispatchers()
+    for name in lines[1:]:
+        d = disps.get(name)
+        try:
+            if d is None or not d._cache._cache_file._load_index():
+                return False
+        except Exception:  # pragma: no cover - Numba's cache internals changed: trust the stamp
+            break
+    return True
+
+
+def _write_stamp(kind, part):
+    path = _stamp_path(kind, part)
+    if path is None:  # pragma: no cover
+        return
+    used = sorted(name for name, d in _dispatchers().items() if d.signatures)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write("\n".join([_fingerprint(), *used]) + "\n")
+        os.replace(tmp, path)
+    except OSError:  # pragma: no cover - a cache directory that became read-only
+        logger.debug("could not write %s", path, exc_info=True)
+
+
+def ensure_compiled(weight_dtype=None, progress=None, parts=("local",)):
+    """Compile (or load) in this process the CPU kernels a run needs, as a visible step when it compiles.
+
+    When Numba's cache lacks them (the first run after install, or after an
+    upgrade), logs :data:`COMPILE_STEP` and calls ``progress`` with an event
+    ``{"phase": "compile", "round": None, "elapsed": 0.0}``, runs :func:`warm`
+    for the weights' kind (``weight_dtype``; ``None``: integer and float) and
+    the engine's ``parts`` (default: the single-task solve's path, which a
+    one-worker run takes; the distributed rounds' kernels compile on first
+    use), then calls ``progress`` again with ``"done": True`` and the seconds
+    it took.  Otherwise nothing is shown and the kernels load on first use.
+    Returns the seconds spent compiling, or ``None`` when nothing was to do.
+    Thread-safe; once per process, kind and part.
+    """
+    kinds = ["int64", "float64"] if weight_dtype is None else [_kind(weight_dtype)]
+    jobs = [(k, p) for k in kinds for p in parts]
+    with _lock:
+        todo = [j for j in jobs if j not in _warmed and not kernels_cached(*j)]
+        _warmed.update(j for j in jobs if j not in todo)
+        if not todo:
+            return None
+        logger.info("%s (%s)", COMPILE_STEP, ", ".join(f"{p}, {k} weights" for k, p in todo))
+        t0 = time.perf_counter()
+        if progress is not None:
+            progress({"phase": "compile", "round": None, "elapsed": 0.0})
+        for k, p in todo:
+            warm((k,), parts=(p,))
+            _write_stamp(k, p)
+            _warmed.add((k, p))
+        secs = time.perf_counter() - t0
+        if progress is not None:
+            progress({"phase": "compile", "round": None, "elapsed": secs, "done": True})
+        logger.info("kernels compiled in %.1f s; later runs load them from %s", secs, cache_dir())
+        return secs
 
 
 def _is_gpu_worker(worker):

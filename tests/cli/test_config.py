@@ -156,7 +156,7 @@ def test_minimal_run_config_defaults():
     assert cfg["placement"] == {"throughput": None, "calibration_edges": 1048576}
     assert cfg["cluster"] == {"kind": "local", "n_workers": None,
                               "threads_per_worker": None, "processes": False,
-                              "dashboard_address": "127.0.0.1:0", "memory_limit": "auto"}
+                              "dashboard_address": "127.0.0.1:0", "memory_limit": "auto", "warmup": True}
 
 
 RUN_CONFIGS = [os.path.join(ROOT, "configs", "quickstart.yaml"),
@@ -184,7 +184,7 @@ def test_example_rmat_config():
     assert cfg["stream"] == "auto"
     assert cfg["cluster"] == {"kind": "local", "n_workers": 2,
                               "threads_per_worker": 1, "processes": True,
-                              "dashboard_address": "127.0.0.1:0", "memory_limit": "auto"}
+                              "dashboard_address": "127.0.0.1:0", "memory_limit": "auto", "warmup": True}
 
 
 def test_example_gpu_configs(tmp_path, monkeypatch):

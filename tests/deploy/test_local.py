@@ -94,3 +94,115 @@ def test_local_processes_each_get_the_memory_limit():
         assert limits(client) == [700 * 2**20, 700 * 2**20]
         pids = client.run(os.getpid)  # two worker processes, not threads of this one
         assert len(set(pids.values())) == 2 and os.getpid() not in pids.values()
+
+
+# ---------------------------------------------------------------------------
+# the shared embedded cluster of calls without a client
+# ---------------------------------------------------------------------------
+
+def _tiny_graph():
+    import mst_dist
+
+    return mst_dist.Graph.from_arrays([0, 1, 2, 0], [1, 2, 0, 3], [4, 1, 2, 7])
+
+
+def _status_code(client, path):
+    import urllib.error
+    import urllib.request
+
+    port = client.cluster.scheduler.http_server.port
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=30) as r:
+            return r.status
+    except urllib.error.HTTPError as e:
+        return e.code
+
+
+def test_calls_without_a_client_share_one_cluster(environ):
+    import mst_dist
+    from mst_dist.deploy import local
+
+    environ(DASK_MST__CLUSTER__THREADS_PER_WORKER="1")
+    local.close_shared()
+    first = mst_dist.minimum_spanning_forest(_tiny_graph())
+    client = local._Shared.client
+    assert client is not None and client.status == "running"
+    # no dashboard by default: the scheduler's web server has no dashboard page
+    assert _status_code(client, "/status") == 404
+    for _ in range(3):
+        again = mst_dist.minimum_spanning_forest(_tiny_graph())
+        assert again.edge_ids.tolist() == first.edge_ids.tolist() == [1, 2, 3]
+    assert local._Shared.client is client  # the same cluster served every call
+    local.close_shared()
+    assert client.status == "closed" and local._Shared.client is None
+
+
+def test_shared_cluster_follows_the_settings(environ):
+    from mst_dist.deploy import local
+
+    environ(DASK_MST__CLUSTER__THREADS_PER_WORKER="1")
+    local.close_shared()
+    one = local.shared_client()
+    assert local.shared_client() is one
+    environ(DASK_MST__CLUSTER__THREADS_PER_WORKER="2")  # other settings: another cluster
+    two = local.shared_client()
+    assert two is not one and one.status == "closed"
+    assert [w["nthreads"] for w in two.scheduler_info()["workers"].values()] == [2]
+    local.close_shared()
+
+
+def test_shared_cluster_dashboard_on_request(environ):
+    from mst_dist.deploy import local
+
+    environ(DASK_MST__EMBEDDED__DASHBOARD="True", DASK_MST__CLUSTER__THREADS_PER_WORKER="1")
+    local.close_shared()
+    client = local.shared_client()
+    try:
+        assert _status_code(client, "/status") == 200
+        assert _status_code(client, "/mst") == 200
+    finally:
+        local.close_shared()
+
+
+def test_no_reuse_starts_and_closes_a_cluster_per_call(environ, monkeypatch):
+    import mst_dist
+    from mst_dist.deploy import local
+
+    environ(DASK_MST__EMBEDDED__REUSE="False", DASK_MST__CLUSTER__THREADS_PER_WORKER="1")
+    local.close_shared()
+    started = []
+    real = local.embedded
+
+    def spy(*a, **kw):
+        started.append(kw)
+        return real(*a, **kw)
+
+    monkeypatch.setattr(local, "embedded", spy)
+    for _ in range(2):
+        assert mst_dist.minimum_spanning_forest(_tiny_graph()).edge_ids.tolist() == [1, 2, 3]
+    assert len(started) == 2 and all(kw["dashboard_address"] is None for kw in started)
+    assert local._Shared.client is None
+
+
+@pytest.mark.slow
+def test_local_worker_processes_preload_the_warmup():
+    cfg = cluster_of(kind="local", processes=True, n_workers=1, threads_per_worker=1, dashboard_address=None)
+    with open_cluster(cfg) as client:
+        client.wait_for_workers(1, timeout=60)
+
+        def loaded():
+            import sys
+
+            from numba.core.registry import CPUDispatcher
+
+            from mst_dist.kernels.cpu import solve
+            return "mst_dist.engine.warmup" in sys.modules and bool(solve._p_best.signatures) \
+                and isinstance(solve._p_best, CPUDispatcher)
+
+        assert all(client.run(loaded).values())
+    cfg = cluster_of(kind="local", processes=True, n_workers=1, threads_per_worker=1, dashboard_address=None,
+                     warmup=False)
+    with open_cluster(cfg) as client:
+        client.wait_for_workers(1, timeout=60)
+        assert not any(client.run(lambda: bool(__import__("mst_dist.kernels.cpu.solve", fromlist=["x"])
+                                              ._p_best.signatures)).values())
