@@ -383,7 +383,16 @@ def _generate(args):
     if args.scheduler is not None:
         from distributed import Client
 
-        client = Client(args.scheduler)
+        from mst_dist.deploy._core import check_address_security, security_of
+
+        section = {"ca_file": args.tls_ca_file, "cert": args.tls_cert, "key": args.tls_key,
+                   "require_encryption": args.require_encryption}
+        try:
+            security = security_of(section)
+        except ValueError as e:
+            raise ConfigError(f"--tls-*: {e}") from None
+        check_address_security(args.scheduler, security, where="--scheduler")
+        client = Client(args.scheduler, security=security)
     t0 = time.perf_counter()
     try:
         graph = build_graph(cfg)

@@ -116,6 +116,17 @@ def _add_log_arguments(group, quiet_help):
                             "overrides -q and -v)")
 
 
+def _add_tls_arguments(t):
+    """``--tls-ca-file``, ``--tls-cert``, ``--tls-key``, ``--require-encryption`` (``dask worker``'s names)."""
+    t.add_argument("--tls-ca-file", metavar="PEM", help="the certificate authority that signed the cluster's "
+                                                        "certificates (cluster.security.ca_file)")
+    t.add_argument("--tls-cert", metavar="PEM", help="this side's certificate (cluster.security.cert)")
+    t.add_argument("--tls-key", metavar="PEM", help="its private key (cluster.security.key)")
+    t.add_argument("--require-encryption", action=argparse.BooleanOptionalAction, default=None,
+                   help="refuse unencrypted connections (cluster.security.require_encryption; default: on "
+                        "with certificates); a local cluster without certificates makes temporary ones")
+
+
 def _add_run_arguments(r, submit=False):
     r.add_argument("config", nargs="?", metavar="CONFIG", help="run config (YAML), see configs/")
 
@@ -179,14 +190,7 @@ def _add_run_arguments(r, submit=False):
                        help="run on the ranks of this MPI job (mpirun -n 4 mst-dist run --mpi CONFIG): "
                             "rank 0 the scheduler, rank 1 the run, the others workers (dask-mpi)")
 
-    t = r.add_argument_group("security (TLS; overrides the config's cluster.security)")
-    t.add_argument("--tls-ca-file", metavar="PEM", help="the certificate authority that signed the cluster's "
-                                                        "certificates (cluster.security.ca_file)")
-    t.add_argument("--tls-cert", metavar="PEM", help="this side's certificate (cluster.security.cert)")
-    t.add_argument("--tls-key", metavar="PEM", help="its private key (cluster.security.key)")
-    t.add_argument("--require-encryption", action=argparse.BooleanOptionalAction, default=None,
-                   help="refuse unencrypted connections (cluster.security.require_encryption; default: on "
-                        "with certificates); a local cluster without certificates makes temporary ones")
+    _add_tls_arguments(r.add_argument_group("security (TLS; overrides the config's cluster.security)"))
 
     d = r.add_argument_group("report")
     d.add_argument("--json", action="store_true",
@@ -244,6 +248,7 @@ def build_parser():
                     help="gr: write every edge as two arcs, as the DIMACS road networks do")
     gn.add_argument("--scheduler", metavar="ADDRESS",
                     help="generate on the workers of a running scheduler (tcp://host:8786)")
+    _add_tls_arguments(gn.add_argument_group("security (TLS to the --scheduler)"))
     _add_log_arguments(gn, "errors only")
 
     j = sub.add_parser(

@@ -217,3 +217,18 @@ def test_submit_over_tls(certs, tls_scheduler, capsys, tmp_path):
     assert cli.main(["submit", "--scheduler", plain, *gen, *tls, "-q"]) == 2
     err = capsys.readouterr().err
     assert "is not encrypted and security.require_encryption is on" in err and "Traceback" not in err
+
+
+@pytest.mark.slow
+def test_generate_over_tls(certs, tls_scheduler, capsys, tmp_path):
+    """mst-dist generate --scheduler tls://... with --tls-* flags writes on the TLS cluster's workers;
+    without them a one-line error, exit 2."""
+    out = tmp_path / "g.txt"
+    tls = ["--tls-ca-file", certs["ca_file"], "--tls-cert", certs["cert"], "--tls-key", certs["key"]]
+    gen = ["generate", "grid", "--rows", "10", "--cols", "10", "-o", str(out), "--scheduler", tls_scheduler]
+    assert cli.main([*gen, *tls]) == 0
+    assert mst_dist.read(str(out)).n_edges == mst_dist.generate("grid", rows=10, cols=10).n_edges
+    out.unlink()
+    assert cli.main(gen) == 2
+    err = capsys.readouterr().err
+    assert "--scheduler: " in err and "speaks TLS" in err and "Traceback" not in err and not out.exists()
