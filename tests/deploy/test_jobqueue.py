@@ -291,3 +291,46 @@ def test_real_slurm_run(tmp_path, slurm, dask_jobqueue):
     while subprocess.run(["squeue", "-h"], env=slurm["env"], capture_output=True, text=True).stdout.strip():
         assert time.monotonic() < deadline, "jobs left in the queue"
         time.sleep(0.5)
+
+
+@pytest.mark.slurm
+@pytest.mark.slow
+def test_requeue_job_script_goes_on_from_its_checkpoint(tmp_path, slurm):
+    """cluster/mst-dist-requeue.sbatch: the time-limit warning (USR1 to the batch shell, as
+    --signal=B:USR1 sends it) requeues the job; its second start goes on from the checkpoint to the
+    forest of a run never stopped."""
+    (tmp_path / "run.yaml").write_text(
+        "graph:\n  generate: {kind: rmat, scale: 16, seed: 1}\n"
+        "local_finish: 0\npartitions: 4\noutput: {path: forest.npz}\n")
+    env = cli_env(slurm["env"])
+    sub = subprocess.run(["sbatch", "--parsable", f"--chdir={tmp_path}", "--time=00:10:00",
+                          os.path.join(ROOT, "cluster", "mst-dist-requeue.sbatch"), "run.yaml", "ck", "-q"],
+                         env=env, capture_output=True, text=True)
+    assert sub.returncode == 0, sub.stderr
+    job = sub.stdout.strip().split(";")[0]
+    log = tmp_path / f"mst-dist-{job}.out"
+    manifest = tmp_path / "ck" / "manifest.json"
+
+    def state():
+        return subprocess.run(["squeue", "-h", "-j", job, "-o", "%T"], env=env, capture_output=True,
+                              text=True).stdout.strip()
+
+    deadline = time.monotonic() + 300
+    while not (manifest.exists() and json.loads(manifest.read_text())["round"] >= 2):
+        assert time.monotonic() < deadline and state(), log.read_text() if log.exists() else "no log"
+        time.sleep(0.02)
+    held = json.loads(manifest.read_text())["round"]
+    sig = subprocess.run(["scancel", "--signal=USR1", "--batch", job], env=env, capture_output=True, text=True)
+    assert sig.returncode == 0, sig.stderr
+    deadline = time.monotonic() + 420
+    while state():  # requeued, started again, finished
+        assert time.monotonic() < deadline, log.read_text()
+        time.sleep(0.5)
+    text = log.read_text()
+    assert "requeueing job" in text and "start 1" in text, text
+    g = mst_dist.generate("rmat", scale=16, seed=1)
+    exp = mst_dist.minimum_spanning_forest(g).edge_ids
+    with np.load(tmp_path / "forest.npz") as z:
+        np.testing.assert_array_equal(z["edge_id"], exp)
+    rep = json.loads((tmp_path / f"mst-dist-{job}.json").read_text())
+    assert rep["stats"]["resumed_from"] >= held
