@@ -128,6 +128,8 @@ def embedded(n_workers=None, threads_per_worker=None, processes=None,
         # without a dashboard the scheduler's web server (health, metrics) stays: Dask puts it on
         # :8787, every interface for an in-process scheduler
         kwargs["scheduler_kwargs"] = {"dashboard_address": f"{LOOPBACK}:0", **kwargs.get("scheduler_kwargs", {})}
+    if security is None:
+        security = _from_dask_settings()
     if security is not None:
         kwargs["security"] = security
         if processes or security.require_encryption:
@@ -240,6 +242,24 @@ def close_shared():
                 cm.__exit__(None, None, None)
             except Exception:  # pragma: no cover - a cluster already gone
                 logger.debug("closing the embedded cluster failed", exc_info=True)
+
+
+def _from_dask_settings():
+    """Dask's TLS settings for a cluster started here: ``None`` (Dask's own), or temporary certificates
+    when ``distributed.comm.require-encryption`` is on without any (Dask would fail with ``TypeError:
+    TLS expects a ssl_context``)."""
+    from distributed.security import Security
+
+    from mst_dist.config import ConfigError
+    from mst_dist.deploy._core import protocol_of, security_of
+
+    default = Security()
+    if not default.require_encryption or protocol_of(default):
+        return None
+    try:
+        return security_of({"require_encryption": True}, temporary=True)
+    except ValueError as e:
+        raise ConfigError(f"distributed.comm.require-encryption (dask config): {e}") from None
 
 
 def _memory_text(client):

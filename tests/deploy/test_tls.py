@@ -232,3 +232,16 @@ def test_generate_over_tls(certs, tls_scheduler, capsys, tmp_path):
     assert cli.main(gen) == 2
     err = capsys.readouterr().err
     assert "--scheduler: " in err and "speaks TLS" in err and "Traceback" not in err and not out.exists()
+
+
+@pytest.mark.slow
+def test_dask_require_encryption_setting_alone(environ):
+    """DASK_DISTRIBUTED__COMM__REQUIRE_ENCRYPTION=True without certificates: the embedded default makes
+    temporary ones (Dask alone: TypeError: TLS expects a ssl_context)."""
+    from mst_dist.deploy.local import embedded
+
+    environ(DASK_DISTRIBUTED__COMM__REQUIRE_ENCRYPTION="True")
+    with embedded(n_workers=1, threads_per_worker=1, dashboard_address=None) as client:
+        assert client.scheduler.address.startswith("tls://127.0.0.1:")
+        g = mst_dist.generate("grid", rows=10, cols=10, seed=1)
+        np.testing.assert_array_equal(mst_dist.minimum_spanning_forest(g, client).edge_ids, expected_ids(g))
