@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from mst_dist.config import ConfigError
 
-__all__ = ["METHODS", "GPU_METHODS", "ALL_METHODS", "DEFAULT_TARGETS", "GPU_TARGETS", "SCHEMA",
+__all__ = ["METHODS", "GPU_METHODS", "COLD_METHODS", "ALL_METHODS", "DEFAULT_TARGETS", "GPU_TARGETS", "SCHEMA",
            "load_config", "validate_config"]
 
 #: CPU methods in the order they run on each graph (what a config without
@@ -32,8 +32,11 @@ METHODS = ("engine", "engine-distributed", "kernels-loop", "kernels-loop-dedupe"
 #: Methods that need a CUDA GPU; run after the CPU ones, in this order.
 GPU_METHODS = ("engine-gpu", "cugraph")
 
+#: Methods that start fresh processes (the engine and scipy, one process per run); run last.
+COLD_METHODS = ("cold",)
+
 #: Every method a config may list, in the order they run on each graph.
-ALL_METHODS = METHODS + GPU_METHODS
+ALL_METHODS = METHODS + GPU_METHODS + COLD_METHODS
 
 #: The CPU targets (engine on the embedded default, min times).
 DEFAULT_TARGETS = {

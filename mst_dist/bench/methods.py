@@ -23,6 +23,10 @@ Each is timed "from int64 edge arrays in memory to the result in hand"; a run
     and give a wrong forest), int32 indices, float64 data; then
     ``scipy.sparse.csgraph.minimum_spanning_tree``.  Build and call are timed
     apart and together.
+``cold``
+    The engine (embedded default, no client) and scipy, each in a fresh
+    Python process per run, interleaved, timed from before the first import
+    to the result (:func:`cold_method`): what a script pays every time.
 ``rustworkx``
     ``PyGraph(multigraph=True)``, ``add_nodes_from``, ``extend_from_weighted_edge_list``
     from Python lists of tuples in chunks; then ``minimum_spanning_edges``.  The
@@ -41,7 +45,7 @@ import numpy as np
 
 from mst_dist.bench.timing import as_exact, collect, cpu_seconds, crc
 
-__all__ = ["ONCE", "engine_settings", "rustworkx_method"]
+__all__ = ["ONCE", "COLD_METHODS", "engine_settings", "rustworkx_method", "cold_method"]
 
 
 def engine_settings():
@@ -179,6 +183,106 @@ def rustworkx_method(ctx, repeat, warmup, log):
     gc.collect()
     out = collect(runs, warm)
     out["build_runs"] = builds
+    return out
+
+
+#: What a fresh process runs for the ``cold`` method: the clock starts before the
+#: library is imported (the arrays are loaded first, untimed: "from arrays in
+#: memory"); one JSON line with the times and the answers comes back on stdout.
+_COLD_CHILD = r"""
+import json, sys, time, zlib
+import numpy as np
+method, path = sys.argv[1], sys.argv[2]
+with np.load(path) as f:
+    src, dst, w, n = f["src"], f["dst"], f["w"], int(f["n"])
+t0 = time.perf_counter()
+if method == "engine":
+    import mst_dist
+    t1 = time.perf_counter()
+    g = mst_dist.Graph.from_arrays(src, dst, w, n_vertices=n)
+    t2 = time.perf_counter()
+    r = mst_dist.minimum_spanning_forest(g, backend="cpu")
+    t3 = time.perf_counter()
+    out = {"total_weight": int(r.total_weight) if w.dtype.kind in "iub" else float(r.total_weight),
+           "forest_edges": int(r.n_forest_edges), "components": int(r.n_components),
+           "edge_ids_crc32": zlib.crc32(np.ascontiguousarray(r.edge_ids, dtype=np.int64).tobytes())}
+    times = {"import": t1 - t0, "graph": t2 - t1, "solve": t3 - t2}
+else:
+    from scipy.sparse import csr_matrix
+    from scipy.sparse import _sparsetools
+    from scipy.sparse.csgraph import minimum_spanning_tree
+    t1 = time.perf_counter()
+    m = src.shape[0]
+    indptr = np.empty(n + 1, np.int32); indices = np.empty(m, np.int32); data = np.empty(m, np.float64)
+    _sparsetools.coo_tocsr(n, n, m, src.astype(np.int32), dst.astype(np.int32), w.astype(np.float64),
+                           indptr, indices, data)
+    A = csr_matrix((data, indices, indptr), shape=(n, n))
+    t2 = time.perf_counter()
+    T = minimum_spanning_tree(A)
+    t3 = time.perf_counter()
+    tw = float(T.sum())
+    out = {"total_weight": int(round(tw)) if w.dtype.kind in "iub" else tw, "forest_edges": int(T.nnz)}
+    times = {"import": t1 - t0, "build": t2 - t1, "call": t3 - t2}
+times["total"] = t3 - t0
+out["times"] = times
+sys.stdout.write(json.dumps(out) + "\n")
+"""
+
+#: The methods the ``cold`` method runs, each in a fresh process per run.
+COLD_METHODS = ("engine", "scipy")
+
+
+def _cold_run(method, path, env):
+    """One fresh process of ``method`` on the arrays in ``path``: its record (plus the process's wall time)."""
+    import json
+    import subprocess
+    import sys
+
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-c", _COLD_CHILD, method, path], capture_output=True,
+                          text=True, env=env, timeout=3600)
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise RuntimeError(f"cold {method} exited with {proc.returncode}: {proc.stderr.strip()[-2000:]}")
+    rec = json.loads(proc.stdout.strip().splitlines()[-1])
+    rec["times"]["process"] = wall
+    rec["stderr"] = proc.stderr
+    return rec
+
+
+def cold_method(ctx, repeat, log):
+    """The ``cold`` method: the engine and scipy, each in a fresh Python process per run, interleaved.
+
+    The graph's arrays are written once to an ``.npz`` file; every run starts
+    a new interpreter that loads them (untimed), then times from before its
+    first import of mst-dist (or scipy) to the result in hand: ``total`` =
+    ``import`` + ``graph`` (``Graph.from_arrays``) + ``solve``
+    (``minimum_spanning_forest(g)`` without a client: its embedded cluster
+    started, and left to close at exit), or scipy's ``import`` + ``build`` +
+    ``call``; ``process`` is the whole process, interpreter start and exit
+    included.  Run i of every method goes before run i + 1 of any.  The
+    result is the engine's (the method's answers) with ``scipy`` beside it.
+    """
+    import os
+    import tempfile
+
+    src, dst, w, n = ctx["arrays"]
+    env = dict(os.environ)
+    runs = {m: [] for m in COLD_METHODS}
+    with tempfile.TemporaryDirectory(prefix="mst-bench-cold-") as tmp:
+        path = os.path.join(tmp, "graph.npz")
+        np.savez(path, src=src, dst=dst, w=w, n=np.int64(n))
+        for i in range(repeat):
+            for m in COLD_METHODS:
+                rec = _cold_run(m, path, env)
+                if rec.pop("stderr").strip():
+                    rec["printed"] = True  # the library wrote to stderr: it should not
+                runs[m].append(rec)
+                log(f"   cold {m} run {i + 1}: {rec['times']['total']:.2f} s "
+                    f"(process {rec['times']['process']:.2f} s)")
+    out = collect(runs["engine"], [])
+    out["scipy"] = collect(runs["scipy"], [])
+    out["printed"] = any(r.get("printed") for r in runs["engine"])
     return out
 
 

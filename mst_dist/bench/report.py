@@ -394,6 +394,43 @@ def _md_gpu(report, s, lines, agreement):
         _md_agreement(report, s, lines)
 
 
+def _md_cold(report, lines):
+    """The ``cold`` method's table: a fresh process per run against the warm call in one process."""
+    rows = [(g, g["methods"]["cold"]) for g in report["graphs"] if done(g["methods"].get("cold"))]
+    if not rows:
+        return
+    lines.append("")
+    lines.append("## Cold start (a fresh Python process per run)")
+    lines.append("")
+    lines.append("Each run is a new interpreter that loads the arrays (untimed), then is timed from before "
+                 "its first import to the result in hand: mst-dist `import` + `Graph.from_arrays` + "
+                 "`minimum_spanning_forest(g)` without a client (embedded default), or scipy's import + "
+                 "CSR build + `minimum_spanning_tree`; engine and scipy runs interleaved.  Min of the runs "
+                 "(median in brackets); *process*: the whole process, interpreter start and exit included.")
+    lines.append("")
+    _md_header(lines, ["graph", "m", "engine fresh s (import / graph / solve)", "engine warm s",
+                       "fresh − warm s", "scipy fresh s", "vs scipy (fresh)", "engine process s",
+                       "scipy process s", "weights agree"])
+    for g, c in rows:
+        warm = _get(g["methods"], "engine", "min", "total")
+        sc = c.get("scipy") or {}
+        e_min, e_med = c["min"], c["median"]
+        s_min = sc.get("min", {})
+        lines.append("| " + " | ".join([
+            g["name"], _fmt_m(g["m"]),
+            f"{_fmt_s(e_min['total'])} ({_fmt_s(e_med['total'])}): {_fmt_s(e_min.get('import'))} / "
+            f"{_fmt_s(e_min.get('graph'))} / {_fmt_s(e_min.get('solve'))}",
+            _fmt_s(warm), _fmt_s(None if warm is None else e_min["total"] - warm),
+            f"{_fmt_s(s_min.get('total'))} ({_fmt_s(sc.get('median', {}).get('total'))})",
+            _fmt_x(_ratio(s_min.get("total"), e_min["total"])),
+            _fmt_s(e_min.get("process")), _fmt_s(s_min.get("process")),
+            "yes" if g.get("agree") else "**NO**",
+        ]) + " |")
+    if any(c.get("printed") for _, c in rows):
+        lines.append("")
+        lines.append("**The engine's fresh processes wrote to stderr** (the library should print nothing).")
+
+
 def format_report(report):
     """The markdown report: main table, targets, engine details."""
     s = report.get("summary") or summarise(report)
@@ -429,6 +466,8 @@ def format_report(report):
         _md_cpu(report, s, lines)
     if gpu:
         _md_gpu(report, s, lines, agreement=not cpu_table)
+    if "cold" in methods:
+        _md_cold(report, lines)
     lines.append("")
     lines.append("## Engine details (best run)")
     lines.append("")

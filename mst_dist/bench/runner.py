@@ -28,7 +28,7 @@ import numpy as np
 
 from mst_dist.bench import gpu
 from mst_dist.bench.config import GPU_METHODS, validate_config
-from mst_dist.bench.methods import ONCE, engine_settings, rustworkx_method
+from mst_dist.bench.methods import ONCE, cold_method, engine_settings, rustworkx_method
 from mst_dist.bench.report import format_report, summarise
 from mst_dist.bench.timing import done, run_interleaved, run_sequential
 from mst_dist.config import ConfigError
@@ -175,6 +175,8 @@ def _run_methods(cfg, ctx, unavailable, results, log):
             try:
                 if meth == "rustworkx":
                     res = rustworkx_method(ctx, cfg["repeat"], cfg["warmup"], log)
+                elif meth == "cold":
+                    res = cold_method(ctx, cfg["repeat"], log)
                 elif meth in GPU_METHODS:
                     res = gpu.run_gpu(meth, ctx, cfg["repeat"], cfg["warmup"], log)
                 else:

@@ -341,3 +341,31 @@ def test_engine_gpu_method_on_numpy_stand_in(tmp_path, monkeypatch):
     tg = {t["target"]: t for t in report["summary"]["min"]["gpu_targets"]}
     assert tg["circulant_total_s"]["pass"] is not None  # measured (on the stand-in)
     assert tg["cugraph_each"]["pass"] is None
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_cold_method_runs_fresh_processes(tmp_path):
+    """``cold``: the engine and scipy each in a fresh process per run, interleaved; same answers as warm."""
+    cfg = {**TINY, "repeat": 2, "methods": ["engine", "scipy", "cold"], "graphs": TINY["graphs"][:2]}
+    lines = []
+    report = bench.run_bench(cfg, tmp_path, log=lines.append)
+    for g in report["graphs"]:
+        cold, warm = g["methods"]["cold"], g["methods"]["engine"]
+        assert "error" not in cold, cold
+        assert g["agree"], g["problems"]
+        assert cold["edge_ids_crc32"] == warm["edge_ids_crc32"]
+        assert cold["total_weight"] == warm["total_weight"] == cold["scipy"]["total_weight"]
+        assert len(cold["runs"]) == len(cold["scipy"]["runs"]) == 2
+        for run in cold["runs"]:
+            assert run["total"] == pytest.approx(run["import"] + run["graph"] + run["solve"])
+            assert run["process"] > run["total"] > 0
+        for run in cold["scipy"]["runs"]:
+            assert run["total"] == pytest.approx(run["import"] + run["build"] + run["call"])
+        assert cold["printed"] is False  # the library's fresh processes wrote nothing to stderr
+    # interleaved: engine run 1, scipy run 1, engine run 2, ...
+    order = [ln.split()[1] for ln in lines if ln.strip().startswith("cold ")]
+    assert order[:4] == ["engine", "scipy", "engine", "scipy"]
+    md = (tmp_path / "bench.md").read_text()
+    assert "## Cold start (a fresh Python process per run)" in md
+    assert md.count("| er |") >= 2  # the CPU table and the cold table
