@@ -14,7 +14,7 @@ PKG = pathlib.Path(ROOT) / "mst_dist"
 
 #: Each layer may import the layers listed after it (and itself), nothing above.
 LAYERS = [
-    ("cli", "bench"),                      # what a person runs
+    ("cli", "bench", "nx"),                # what a person runs; the networkx backend
     ("api",),                              # minimum_spanning_forest (starts the embedded cluster)
     ("deploy",),                           # clusters mst-dist starts or joins
     ("diagnostics",),                      # dashboard page, figures, progress
