@@ -15,7 +15,27 @@ from typing import Callable, Sequence
 import numpy as np
 
 __all__ = ["Graph", "InvalidGraphError", "ArraySource", "FunctionSource", "check_edges",
-           "CONVERTERS", "as_graph"]
+           "CONVERTERS", "as_graph", "VERTEX_BYTES", "vertex_memory"]
+
+#: Bytes of state one vertex costs on a single worker, whatever the edges: the
+#: contract task's round map and the labels of the end of a run, each int64,
+#: with their working copies.  ``n_vertices`` times this must fit in a worker.
+VERTEX_BYTES = 32
+
+
+def vertex_memory(n_vertices):
+    """Bytes the per-vertex state of a graph of ``n_vertices`` needs on one worker."""
+    return int(n_vertices) * VERTEX_BYTES
+
+
+def human_bytes(n):
+    """``n`` bytes for a message: ``"16.0 TiB"``."""
+    n = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if abs(n) < 1024 or unit == "PiB":
+            break
+        n /= 1024
+    return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
 
 
 class InvalidGraphError(ValueError):

@@ -141,6 +141,9 @@ def _add_run_arguments(r, submit=False):
                    help="gr, mtx, egr: keep one arc of each pair (u < v) of a file that lists every edge "
                         "both ways (graph.options.dedupe_directions; default: off for gr and mtx, which "
                         "then read both directions as parallel edges, on for egr)")
+    g.add_argument("--allow-empty", action="store_true", default=None,
+                   help="an input without edges gives the empty forest with a warning (default: an error; "
+                        "graph.options.allow_empty)")
     g.add_argument("--generate", metavar="KIND", help="generator: " + ", ".join(GENERATORS))
     _add_generator_arguments(g)
 
@@ -327,6 +330,13 @@ def run_config_from_args(args):
                               "config with graph.input)")
         options = graph.get("options") if isinstance(graph.get("options"), dict) else {}
         raw["graph"] = {**graph, "options": {**options, "dedupe_directions": args.dedupe_directions}}
+    if args.allow_empty:
+        graph = raw.get("graph")
+        if not (isinstance(graph, dict) and "input" in graph):
+            raise ConfigError("--allow-empty: only with an input file (--input PATH, or a config with "
+                              "graph.input)")
+        options = graph.get("options") if isinstance(graph.get("options"), dict) else {}
+        raw["graph"] = {**graph, "options": {**options, "allow_empty": True}}
     for key, value in (("partitions", args.partitions), ("local_finish", args.local_finish),
                        ("backend", args.backend), ("stream", args.stream)):
         if value is not None:

@@ -36,7 +36,7 @@ from mst_dist.engine.plan import plan_run, should_stream, slice_budget
 from mst_dist.engine.rounds import RoundBuilder
 from mst_dist.engine.scratch import PLUGIN_NAME, ScratchPlugin, release_scratch
 from mst_dist.engine.watchdog import Watchdog, stalled_from_killed
-from mst_dist.graph import Graph
+from mst_dist.graph import Graph, InvalidGraphError, human_bytes, vertex_memory
 from mst_dist.io import writers
 from mst_dist.kernels import cpu
 from mst_dist.kernels.contract import take_to_host
@@ -90,6 +90,17 @@ class _RunState:
     @property
     def light(self):
         return self.heavy is not None
+
+
+def _check_vertex_memory(g, memory):
+    """Refuse a graph whose per-vertex state would not fit in the largest worker (``memory`` 0: unknown)."""
+    need = vertex_memory(g.n_vertices)
+    if memory and need > memory:
+        raise InvalidGraphError(
+            f"n_vertices = {g.n_vertices} would need about {human_bytes(need)} of per-vertex arrays on one "
+            f"worker, more than the largest worker has ({human_bytes(memory)}): relabel the vertex ids to "
+            f"0..n-1 (e.g. numpy.unique(ids, return_inverse=True)) or use workers with more memory",
+            source=g.name)
 
 
 class Driver:
@@ -279,6 +290,7 @@ class Driver:
             logger.debug("could not register the scratch plugin", exc_info=True)
         self.threads = sum(w.get("nthreads", 1) for w in workers.values())
         min_memory = min((w.get("memory_limit") or 0) for w in workers.values()) or 2**34
+        _check_vertex_memory(self.g, max((w.get("memory_limit") or 0) for w in workers.values()))
         self.kinds, device_memory = worker_kinds(self.client, workers, self.backend)
         kinds = set(self.kinds.values())
         self.throughput = None

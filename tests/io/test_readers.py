@@ -339,8 +339,10 @@ def test_text_that_starts_like_a_compression_magic(tmp_path):
     p.write_bytes(bz2.compress(b"0 1 2\n" * 5000)[:40])
     with pytest.raises(GraphFormatError, match=r"cannot decompress \(bz2\).*truncated or corrupt"):
         read(p, client=False)
-    p.write_bytes(bz2.compress(b""))   # an empty stream is an empty graph, not text
-    assert read(p, client=False).n_edges == 0
+    p.write_bytes(bz2.compress(b""))   # an empty stream is an empty graph (when allowed), not text
+    with pytest.raises(GraphFormatError, match="no edges: .*e.txt holds no edge rows"):
+        read(p, client=False)
+    assert read(p, client=False, allow_empty=True).n_edges == 0
 
 
 def test_binary_errors(tmp_path):
@@ -752,7 +754,10 @@ def check_against_reference(path, blob, ref, cuts, **opts):
         assert ei.value.line == bad.line, (str(ei.value), bad.line)
         assert ei.value.path == str(path)
         return
-    g = read(path, client=False, **opts)
+    if len(s) == 0:  # no edge at all: an error unless allowed
+        with pytest.raises(GraphFormatError, match="no edges"):
+            read(path, client=False, **opts)
+    g = read(path, client=False, allow_empty=True, **opts)
     assert g.n_vertices == n and g.n_edges == len(s)
     got = g.to_arrays()
     for a, b in zip(got, (s, d, w)):
@@ -807,3 +812,54 @@ def test_fuzz_raw_bytes_never_crash(tmp_path, blob):
             read(p, client=False).to_arrays()
         except GraphFormatError:
             pass
+
+
+# -- checks before any work: ids too large for the workers, empty input, directories without data
+
+def test_vertex_id_too_large_for_memory_names_the_line(tmp_path):
+    p = tmp_path / "big.txt"
+    p.write_text("# one stray id\n0 1 1\n1 1099511627776 2\n2 3 1\n")
+    with pytest.raises(GraphFormatError) as ei:
+        read(p, client=False)
+    e = ei.value
+    assert e.path == str(p) and e.line == 3
+    msg = str(e)
+    assert "vertex id 1099511627776" in msg and "n_vertices = 1099511627777" in msg
+    assert "32.0 TiB" in msg and "relabel" in msg and "n_vertices" in msg
+    # below the memory of a worker the same ids are fine
+    p.write_text("0 1 1\n1 1000000 2\n")
+    assert read(p, client=False).n_vertices == 1_000_001
+
+
+def test_vertex_id_too_large_in_binary_and_declared_sizes(tmp_path):
+    p = tmp_path / "big.npz"
+    np.savez(p, src=np.array([0, 1, 2]), dst=np.array([1, 2, 2**40]), weight=np.array([1.0, 2.0, 3.0]))
+    with pytest.raises(GraphFormatError, match=r"big.npz, row 2: vertex id 1099511627776 \(dst\)") as ei:
+        read(p, client=False)
+    assert ei.value.row == 2
+    q = tmp_path / "big.gr"
+    q.write_text("c a road graph\np sp 1099511627776 2\na 1 2 3\na 2 3 4\n")
+    with pytest.raises(GraphFormatError, match="the problem line declares 1099511627776 vertices") as ei:
+        read(q, client=False)
+    assert ei.value.line == 2
+
+
+@pytest.mark.parametrize("text", ["", "# only a comment\n\n", "src dst weight\n"])
+def test_empty_input_is_an_error_unless_allowed(tmp_path, text, caplog):
+    p = tmp_path / "e.txt"
+    p.write_text(text)
+    with pytest.raises(GraphFormatError, match="no edges: .*e.txt holds no edge rows.*allow_empty=True"):
+        read(p, client=False)
+    with caplog.at_level("WARNING", logger="mst_dist"):
+        g = read(p, client=False, allow_empty=True)
+    assert g.n_edges == 0
+    assert "holds no edges" in caplog.text
+
+
+def test_directory_without_data_files_says_what_it_holds(tmp_path):
+    d = tmp_path / "d"
+    d.mkdir()
+    (d / "README").write_text("edges go here\n")
+    (d / "notes.md").write_text("# notes\n")
+    with pytest.raises(FileNotFoundError, match=r"it holds README, notes.md, none of them a Parquet file"):
+        read(d, client=False)

@@ -49,11 +49,14 @@ import logging
 import os
 import re
 
-from mst_dist.graph import Graph
+import numpy as np
+
+from mst_dist.graph import VERTEX_BYTES, Graph, human_bytes, vertex_memory
 from mst_dist.io.formats import (  # noqa: F401  (re-exported: the readers' vocabulary)
     FORMATS, GraphFormatError, check_options, detect_format, format_of_path,
 )
 from mst_dist.io.readers import binary, parquet, text
+from mst_dist.io.tasks import current_client
 
 __all__ = ["read", "GraphFormatError", "FORMATS", "detect_format", "format_of_path"]
 
@@ -80,6 +83,15 @@ _OPTIONS = {**text.OPTIONS, **binary.OPTIONS, **parquet.OPTIONS}
 
 def _natural_key(path):
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", os.fspath(path))]
+
+
+def _is_parquet(path):
+    """Whether ``path`` starts with Parquet's magic bytes."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) == b"PAR1"
+    except OSError:
+        return False
 
 
 def _expand(path_or_glob, fmt):
@@ -112,11 +124,88 @@ def _expand(path_or_glob, fmt):
         paths.sort(key=_natural_key)
         if not paths:
             raise FileNotFoundError(f"no data files in directory {p!r}")
+        if fmt == "parquet" and not any(_is_parquet(q) for q in paths):
+            found = [os.path.relpath(q, p) for q in paths]
+            shown = ", ".join(found[:8]) + (f" and {len(found) - 8} more" if len(found) > 8 else "")
+            raise FileNotFoundError(
+                f"no data files in directory {p!r}: it holds {shown}, none of them a Parquet file; a "
+                f"directory is read as Parquet files or as src.npy/dst.npy[/weight.npy] columns (name "
+                f"a file of another format itself)")
         return paths
     return [p]
 
 
-def read(path_or_glob, format=None, *, client=None, n_vertices=None, name=None, **opts) -> Graph:
+def _worker_memory(client):
+    """Memory of the largest worker of the client's cluster (else of this machine), in bytes."""
+    c = current_client(client)
+    mem = 0
+    if c is not None:
+        try:
+            mem = max([(w.get("memory_limit") or 0) for w in c.scheduler_info()["workers"].values()] + [0])
+        except Exception:  # a closed or asynchronous client: this machine's memory
+            logger.debug("could not read the workers' memory", exc_info=True)
+    if not mem:
+        try:
+            mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (ValueError, OSError, AttributeError):  # pragma: no cover
+            mem = 0
+    return mem
+
+
+def _source_path(source):
+    params = getattr(source, "params", {})
+    path = params.get("path")
+    if path is None and params.get("files"):
+        path = os.path.dirname(os.fspath(params["files"]["src"] if isinstance(params["files"], dict)
+                                         else params["files"][0]))
+    return None if path is None else os.fspath(path)
+
+
+def _find_id_at_least(source, limit, step=1 << 22):
+    """Where a (binary or Parquet) source first holds a vertex id ``>= limit``: ``(row, reason)``, or ``None``."""
+    for a in range(0, source.n_edges, step):
+        s, d, _ = (np.asarray(x) for x in source.load(a, min(source.n_edges, a + step)))
+        big = np.flatnonzero((s >= limit) | (d >= limit))
+        if big.size:
+            i = int(big[0])
+            col, v = ("src", s[i]) if s[i] >= limit else ("dst", d[i])
+            return a + i, f"vertex id {int(v)} ({col})"
+    return None
+
+
+def _check_vertex_memory(sources, n, client):
+    """Refuse a largest id whose per-vertex state would not fit in a worker, naming where it is.
+
+    ``n_vertices`` defaults to ``max id + 1``: one stray huge id (``2**40``)
+    would make every run allocate terabytes.  The message names the file and
+    the line (text) or row (binary, Parquet) and what to do instead.
+    """
+    mem = _worker_memory(client)
+    if not mem or vertex_memory(n) <= mem:
+        return
+    limit = mem // VERTEX_BYTES
+    found = None
+    for src in sources:
+        if getattr(src, "func", None) is text.text_rows:
+            hit = text.find_id_at_least(src, limit)
+            if hit is not None:
+                found = dict(path=_source_path(src), line=hit[0]), hit[1]
+        else:
+            hit = _find_id_at_least(src, limit)
+            if hit is not None:
+                found = dict(path=_source_path(src), row=hit[0]), hit[1]
+        if found is not None:
+            break
+    where, what = found if found is not None else ({}, f"largest vertex id {n - 1}")
+    raise GraphFormatError(
+        f"{what}: n_vertices = {n} would need about {human_bytes(vertex_memory(n))} of per-vertex "
+        f"arrays on one worker, more than a worker has ({human_bytes(mem)}); "
+        f"relabel the vertex ids to 0..n-1 (e.g. numpy.unique(ids, return_inverse=True)), or, if the graph "
+        f"really has that many vertices, give n_vertices (read(..., n_vertices=N), a run config's n_vertices) and workers with that memory", **where)
+
+
+def read(path_or_glob, format=None, *, client=None, n_vertices=None, name=None, allow_empty=False,
+         **opts) -> Graph:
     """Read a graph from files, in chunks on the workers.
 
     Parameters
@@ -141,6 +230,9 @@ def read(path_or_glob, format=None, *, client=None, n_vertices=None, name=None, 
         error.
     name : str, optional
         The graph's name (default: the file name).
+    allow_empty : bool
+        Input without a single edge is an error unless this is true (then a
+        warning is logged and the graph has no edges).
     **opts
         Format options: ``header`` (edge list: ``"auto"``, ``True``,
         ``False``); ``weights`` (text: ``"auto"``, ``"int"``, ``"float"``);
@@ -160,7 +252,10 @@ def read(path_or_glob, format=None, *, client=None, n_vertices=None, name=None, 
     Raises
     ------
     GraphFormatError
-        Unknown format or bad content, naming the file and line or row.
+        Unknown format or bad content, naming the file and line or row; no
+        edges at all (unless ``allow_empty``); a largest vertex id whose
+        per-vertex state (``n_vertices = max id + 1``) would not fit in the
+        memory of a worker (relabel the ids, or give ``n_vertices``).
     FileNotFoundError
         No such file, or a glob that matches nothing.
 
@@ -196,6 +291,8 @@ def read(path_or_glob, format=None, *, client=None, n_vertices=None, name=None, 
         n_vertices = int(n_vertices)
     paths = _expand(path_or_glob, fmt)
     sources, n, wdt, meta = reader(paths, client, n_vertices, dict(opts))
+    if n_vertices is None:
+        _check_vertex_memory(sources, n, client)
     if name is None:
         if isinstance(path_or_glob, (list, tuple)):
             name = os.path.basename(os.fspath(paths[0])) + (
@@ -203,6 +300,13 @@ def read(path_or_glob, format=None, *, client=None, n_vertices=None, name=None, 
         else:
             name = os.path.basename(os.fspath(path_or_glob).rstrip("/" + os.sep))
     meta = {"format": fmt, "files": [os.fspath(p) for p in paths], **meta}
+    if sum(src.n_edges for src in sources) == 0:
+        what = paths[0] if len(paths) == 1 else f"{len(paths)} files ({paths[0]}, ...)"
+        if not allow_empty:
+            raise GraphFormatError(f"no edges: {what} holds no edge rows (only blank or comment lines, or "
+                                   f"nothing); allow_empty=True (mst-dist --allow-empty) reads it as a graph "
+                                   f"without edges")
+        logger.warning("%s holds no edges: the forest is empty", what)
     g = Graph(n_vertices=n, sources=sources, weight_dtype=wdt, validated=True, name=name, meta=meta)
     logger.debug("read %s: %s", fmt, g)
     return g

@@ -77,7 +77,7 @@ import lzma
 import os
 import re
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -521,6 +521,34 @@ def text_rows(start, stop, *, path, compression, spec, ck, weight_float):
             f"found {seen} rows between lines {base_line + 1} and {base_line + lines}, expected "
             f"{int(ck[j, 1]) - base_row}: the file changed since read() scanned it", path=path)
     return out_s, out_d, out_w
+
+
+def find_id_at_least(source, limit, step=1 << 22):
+    """Where a text source first names a vertex id ``>= limit``: ``(line, reason)``, or ``None``.
+
+    Edge lists are parsed again with ``limit`` as their id bound, so the
+    kernel stops at the first such id and names its line; in ``.gr`` and
+    ``.mtx`` files every id is bounded by the declared size, so a large id
+    means a large declaration: the line that declares it.
+    """
+    params = source.params
+    spec = params["spec"]
+    if spec.mode == M_EDGELIST:
+        bounded = dict(params, spec=replace(spec, lim0=int(limit), lim1=int(limit)))
+        for a in range(0, source.n_edges, step):
+            try:
+                text_rows(a, min(source.n_edges, a + step), **bounded)
+            except GraphFormatError as e:
+                return e.line, e.reason.replace(f" is out of range: n_vertices={int(limit)}", "")
+        return None
+    if max(spec.lim0, spec.lim1) < limit:
+        return None
+    path = params["path"]
+    size = os.path.getsize(path)
+    sniff = _sniff_gr if spec.mode == M_GR else _sniff_mtx
+    tf = sniff(path, params["compression"], size, "auto", None, None)
+    what = "the problem line" if spec.mode == M_GR else "the size line"
+    return tf.declared_line, f"{what} declares {max(spec.lim0, spec.lim1)} vertices"
 
 
 # ---------------------------------------------------------------------------
