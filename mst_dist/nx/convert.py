@@ -148,9 +148,9 @@ def _weight_array(vals, edges, attr):
         return w.astype(np.int64)
     if w is not None and w.dtype.kind in "iu":
         return w
-    if w is not None and w.dtype.kind == "f":
-        if not any(type(x) is int and abs(x) > _EXACT_FLOAT for x in vals):
-            return w
+    if w is not None and w.dtype.kind == "f" and \
+            not any(type(x) is int and abs(x) > _EXACT_FLOAT for x in vals):
+        return w
     w = np.empty(len(vals), dtype=object)
     w[:] = vals
     return w
@@ -158,7 +158,8 @@ def _weight_array(vals, edges, attr):
 
 def _nan_mask(w):
     if w.dtype == object:
-        return np.fromiter((x != x for x in w), bool, len(w))
+        # NaN is the one value unequal to itself (float, numpy and Decimal NaNs alike)
+        return np.fromiter((x != x for x in w), bool, len(w))  # noqa: PLR0124
     if w.dtype.kind == "f":
         return np.isnan(w)
     return None

@@ -11,7 +11,7 @@ import pytest
 
 nx = pytest.importorskip("networkx")
 
-from mst_dist.nx import FUNCTIONS, ArrayGraph, BackendInterface  # noqa: E402
+from mst_dist.nx import FUNCTIONS, ArrayGraph, BackendInterface
 
 B = "mst_dist"
 
@@ -263,7 +263,7 @@ def test_networkx_mst_tests_pass_against_the_backend(tmp_path):
         [sys.executable, "-m", "pytest", "--pyargs", "networkx.algorithms.tree.tests.test_mst",
          "-k", "not Iterator", "-q", "-p", "no:cacheprovider", f"--junitxml={report}",
          "-o", "addopts="],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900, check=False)
     outcome = {}
     for case in ET.parse(report).iter("testcase"):
         name = (case.get("classname"), case.get("name").split("[")[0])
