@@ -48,6 +48,8 @@ logger = logging.getLogger("mst_dist")
 SAMPLE_EDGES = 1 << 18
 SAMPLE_WINDOWS = 4
 SAMPLE_WINDOW_EDGES = 1 << 18
+#: A checkpoint's tasks go before the round submitted ahead (the driver waits for them).
+CHECKPOINT_PRIORITY = 10
 
 
 @dataclass
@@ -197,15 +199,16 @@ class Driver:
         """Write one state (a worker writes the arrays), then the manifest naming it."""
         with self.ckpt.saving(**where) as tmp:
             self.client.submit(checkpoint.write_state, tmp, labels, forest, *parts,
-                               key=self.builder.key("checkpoint", index, self.ckpt.saves), pure=False).result()
+                               key=self.builder.key("checkpoint", index, self.ckpt.saves), pure=False,
+                               priority=CHECKPOINT_PRIORITY).result()
 
     def save_round(self, st, rmap, chosen, rec):
         """Checkpoint a resident run after a round or the local finish: labels and forest so far."""
         c, key = self.client, self.builder.key
         self._ck_labels = c.submit(checkpoint.compose_labels, self._ck_labels, rmap,
-                                   key=key("checkpoint-labels", st.rnd))
+                                   key=key("checkpoint-labels", st.rnd), priority=CHECKPOINT_PRIORITY)
         self._ck_forest = c.submit(checkpoint.merge_forest, self._ck_forest, chosen,
-                                   key=key("checkpoint-forest", st.rnd))
+                                   key=key("checkpoint-forest", st.rnd), priority=CHECKPOINT_PRIORITY)
         self._save(st.rnd, self._ck_labels, self._ck_forest, mode="resident", round=st.rnd,
                    components=st.n_comp, edges_left=st.edges_left, light=st.light,
                    record=checkpoint.record_dict(rec), complete=st.n_comp == 0 and not st.light)
@@ -235,7 +238,8 @@ class Driver:
     def save_pass(self, st, k, hi, n_live, chosen):
         """Checkpoint a streaming run after pass ``k``: vertex map, forest and its rows so far."""
         self._ck_forest = self.client.submit(checkpoint.merge_forest, self._ck_forest, chosen,
-                                             key=self.builder.key("checkpoint-forest", k))
+                                             key=self.builder.key("checkpoint-forest", k),
+                                             priority=CHECKPOINT_PRIORITY)
         rows = [r for rs in st.rows.values() for r in rs]
         self._save(k, st.vmap, self._ck_forest, rows, mode="stream", round=st.rnd, passes=k,
                    components=n_live, threshold=None if hi is None else list(hi), complete=hi is None,
