@@ -1,0 +1,45 @@
+"""``mst-dist warmup``: every kernel compiled ahead into Numba's cache; runs then show no compile step."""
+import pytest
+
+from mst_dist.cli import commands as cli
+from mst_dist.cli.parser import build_parser
+from mst_dist.engine import warmup
+
+
+def test_parser_knows_warmup():
+    args = build_parser().parse_args(["warmup", "-q"])
+    assert args.command == "warmup" and args.quiet and not args.gpu
+
+
+def test_warmup_compiles_every_part_and_says_where(capsys):
+    assert cli.main(["warmup"]) == 0
+    out = capsys.readouterr().out
+    assert f"Numba's cache: {warmup.cache_dir()}" in out
+    assert all(warmup.kernels_cached(k, p) for k in ("int64", "float64") for p in warmup.PARTS)
+    # a second time there is nothing to compile
+    assert cli.main(["warmup"]) == 0
+    assert capsys.readouterr().out.startswith("kernels already compiled; Numba's cache: ")
+    assert cli.main(["warmup", "--quiet"]) == 0
+    assert capsys.readouterr().out == ""
+
+
+def test_run_after_warmup_compiles_nothing(monkeypatch, capsys):
+    cli.main(["warmup", "-q"])
+
+    def fail(*args, **kwargs):
+        raise AssertionError("a run after mst-dist warmup compiled kernels")
+
+    monkeypatch.setattr(warmup, "warm", fail)
+    assert cli.main(["run", "--generate", "grid", "--rows", "8", "--cols", "8", "--json", "-q"]) == 0
+    assert '"forest_edges": 63' in capsys.readouterr().out.replace(" ", "").replace('":', '": ')
+
+
+@pytest.mark.parametrize("done", [False, True])
+def test_compile_event_logged_as_a_step(caplog, done):
+    import logging
+
+    with caplog.at_level(logging.INFO, logger="mst_dist"):
+        cli._progress({"phase": "compile", "round": None, "elapsed": 1.5, "done": done})
+    text = caplog.records[-1].getMessage()
+    assert text.startswith("kernels compiled (once after install)" if done
+                           else "compiling kernels \u2014 once after install")
