@@ -163,6 +163,7 @@ class Checkpoint:
         if not os.access(self.path, os.W_OK | os.X_OK):
             raise PermissionError(f"checkpoint directory {self.path!r} is not writable")
         saved = self._read()  # raises on a file that is not a manifest, resume or not
+        self._remove_partial()
         if saved is None:
             return None
         if not self.resume:
@@ -240,6 +241,17 @@ class Checkpoint:
             pass
         for old in glob.glob(os.path.join(self.path, "state-*")):
             shutil.rmtree(old, ignore_errors=True)
+        self._remove_partial()
+
+    def _remove_partial(self):
+        """Remove what a run killed while saving left half-written (hidden temporary names)."""
+        for tmp in glob.glob(os.path.join(self.path, ".state-*.tmp")):
+            shutil.rmtree(tmp, ignore_errors=True)
+        for tmp in glob.glob(os.path.join(self.path, f".{MANIFEST}.*.tmp")):
+            try:
+                os.unlink(tmp)
+            except FileNotFoundError:
+                pass
 
 
 class _Saving:

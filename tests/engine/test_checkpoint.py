@@ -167,6 +167,23 @@ def test_a_file_not_ours_is_refused_and_left_alone(client, tmp_path, text):
     assert (tmp_path / MANIFEST).read_text() == text
 
 
+def test_what_a_kill_while_saving_leaves_is_cleared(client, tmp_path):
+    """A run killed while a worker wrote a state leaves a hidden half-written directory (and maybe
+    a manifest's temporary file); the next run on the directory removes them."""
+    g = mst_dist.generate("grid", rows=30, cols=30, seed=1)
+    with pytest.raises(Preempted):
+        mst_dist.minimum_spanning_forest(g, client, checkpoint=tmp_path, local_finish=0,
+                                         progress=stop_at(phase="map", round=2))
+    saved = manifest(tmp_path)
+    (tmp_path / ".state-000099.1a2b3c4d.tmp").mkdir()
+    (tmp_path / ".state-000099.1a2b3c4d.tmp" / "labels.npy").write_bytes(b"half")
+    (tmp_path / f".{MANIFEST}.5e6f7a8b.tmp").write_text("{")
+    res = mst_dist.minimum_spanning_forest(g, client, checkpoint=tmp_path, local_finish=0)
+    assert res.stats.resumed_from == saved["round"]
+    np.testing.assert_array_equal(res.edge_ids, reference(g))
+    assert os.listdir(tmp_path) == []
+
+
 def test_fingerprint_follows_the_graph(tmp_path):
     a = graph_fingerprint(mst_dist.generate("rmat", seed=1, scale=8))
     assert a == graph_fingerprint(mst_dist.generate("rmat", seed=1, scale=8))
