@@ -7,6 +7,8 @@ sort order and the forests are identical, ties included.
 """
 from __future__ import annotations
 
+import contextlib
+import gc
 import numbers
 
 import numpy as np
@@ -54,7 +56,8 @@ class ArrayGraph:
     def from_networkx(cls, G):
         """Convert ``G``: one pass over its nodes, one over its edges."""
         nodes = list(G)
-        edges = list(G.edges(keys=True, data=True) if G.is_multigraph() else G.edges(data=True))
+        with _gc_paused():
+            edges = list(G.edges(keys=True, data=True) if G.is_multigraph() else G.edges(data=True))
         m = len(edges)
         identity = all(type(v) is int and v == i for i, v in enumerate(nodes))
         if identity:
@@ -133,24 +136,41 @@ class ArrayGraph:
         return kept, (keys if minimum else -keys)
 
 
+@contextlib.contextmanager
+def _gc_paused():
+    """No cyclic garbage collection while a list of millions of fresh tuples is built.
+
+    The tuples hold no cycles, but each allocation burst triggers collections
+    that scan the whole growing list: converting a graph of 300,000 edges
+    took 1.6-1.8x as long with the collector running.
+    """
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def _weight_array(vals, edges, attr):
     if not vals:
         return np.zeros(0, np.int64)
+    try:
+        w = np.asarray(vals)
+    except (OverflowError, TypeError, ValueError):
+        w = None
+    if w is not None and w.ndim == 1:
+        if w.dtype.kind == "b":
+            return w.astype(np.int64)
+        if w.dtype.kind in "iu":
+            return w
+        if w.dtype.kind == "f" and not any(type(x) is int and abs(x) > _EXACT_FLOAT for x in vals):
+            return w
     for j, x in enumerate(vals):
         if not isinstance(x, numbers.Real):
             raise TypeError(f"edge {edges[j][:-1]} has weight {x!r} (attribute {attr!r}): "
                             f"weights must be real numbers")
-    try:
-        w = np.asarray(vals)
-    except (OverflowError, ValueError):
-        w = None
-    if w is not None and w.dtype.kind == "b":
-        return w.astype(np.int64)
-    if w is not None and w.dtype.kind in "iu":
-        return w
-    if w is not None and w.dtype.kind == "f" and \
-            not any(type(x) is int and abs(x) > _EXACT_FLOAT for x in vals):
-        return w
     w = np.empty(len(vals), dtype=object)
     w[:] = vals
     return w
