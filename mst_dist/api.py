@@ -135,6 +135,9 @@ def minimum_spanning_forest(graph, client=None, *, partitions=None, backend="aut
     ------
     ValueError
         Bad input (naming the edge), or an unknown backend.
+    OSError
+        ``output`` or ``labels_output`` cannot be written (checked before
+        the run starts).
     ClusterStalledError
         No worker could make progress for ``mst.stall-timeout`` seconds
         (none left, or all paused by their memory manager), or a task killed
@@ -157,6 +160,11 @@ def minimum_spanning_forest(graph, client=None, *, partitions=None, backend="aut
     mode = _conf("stream", stream, "auto")
     if mode not in STREAM_MODES:
         raise ValueError(f"unknown stream mode {mode!r}; choose one of {', '.join(STREAM_MODES)}")
+    from mst_dist.io.writers import check_writable
+
+    for what, path in (("output", output), ("labels_output", labels_output)):
+        if path is not None:  # before any work, not after it
+            check_writable(path, what)
     opts = dict(
         partitions=_partitions(_conf("partitions", partitions, None)),
         local_finish=_conf("local-finish", local_finish, "auto"),

@@ -259,16 +259,22 @@ def _check_inputs_on_workers(client, cfg):
                           "the input: give a path on a filesystem they share", key="graph.input")
 
 
-def _check_report_paths(args):
+def _check_report_paths(args, cfg=None):
+    """Every file the run will write, checked writable before any work (a trial file in its directory)."""
     from mst_dist.config import ConfigError
     from mst_dist.cli.report import plot_format
+    from mst_dist.io.writers import check_writable
 
-    for flag, path in (("--report", args.report), ("--plot", args.plot)):
+    paths = [("--report", args.report), ("--plot", args.plot)]
+    if cfg is not None and cfg.get("output") is not None:
+        paths.insert(0, ("--output", cfg["output"]["path"]))
+    for flag, path in paths:
         if path is None:
             continue
-        directory = os.path.dirname(os.path.abspath(path))
-        if not os.path.isdir(directory):
-            raise ConfigError(f"{flag}: directory {directory!r} does not exist")
+        try:
+            check_writable(path, flag)
+        except OSError as e:
+            raise ConfigError(str(e), key=flag) from None
     if args.plot is not None:
         try:
             plot_format(args.plot)
@@ -293,7 +299,7 @@ def _run(args, console=None):
 
     t0 = time.perf_counter()
     cfg = run_config_from_args(args)
-    _check_report_paths(args)
+    _check_report_paths(args, cfg)
     submit = args.command == "submit"
     live = _live_progress(args, console) if console is not None else None
     kwargs = _engine_kwargs(cfg, live or (None if args.quiet else _progress))
@@ -381,9 +387,8 @@ def _generate(args):
     opts = {"both_directions": True} if args.both_directions else {}
     client = None
     if args.scheduler is not None:
-        from distributed import Client
-
         from mst_dist.deploy._core import check_address_security, security_of
+        from mst_dist.deploy.clusters import connect_client
 
         section = {"ca_file": args.tls_ca_file, "cert": args.tls_cert, "key": args.tls_key,
                    "require_encryption": args.require_encryption}
@@ -392,7 +397,7 @@ def _generate(args):
         except ValueError as e:
             raise ConfigError(f"--tls-*: {e}") from None
         check_address_security(args.scheduler, security, where="--scheduler")
-        client = Client(args.scheduler, security=security)
+        client = connect_client(args.scheduler, security, "--scheduler")
     t0 = time.perf_counter()
     try:
         graph = build_graph(cfg)
@@ -471,6 +476,9 @@ def main(argv=None):
     except ImportError as e:  # an optional dependency of the chosen cluster kind
         print(f"mst-dist: error: {e}", file=sys.stderr)
         return 2
+    except ConnectionError as e:  # no scheduler answered (cluster.connect-timeout)
+        print(f"mst-dist: error: {e}", file=sys.stderr)
+        return 1
     except TimeoutError as e:  # no workers came (cluster.wait_timeout)
         print(f"mst-dist: error: {e}", file=sys.stderr)
         return 1

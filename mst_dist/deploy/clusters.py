@@ -30,6 +30,27 @@ __all__ = ["CLUSTERS", "connect", "open_cluster"]
 logger = logging.getLogger("mst_dist")
 
 
+def connect_client(address, security=None, where="the scheduler"):
+    """A ``distributed.Client`` of the scheduler at ``address``, within ``mst.cluster.connect-timeout`` seconds.
+
+    A scheduler that does not answer in time (none listening, a wrong
+    address, a firewall) is a :class:`ConnectionError` naming the address and
+    ``where`` it came from: one line for the command line, not a traceback
+    after Dask's 30 s.
+    """
+    from distributed import Client
+
+    from mst_dist import config
+
+    timeout = config.get("cluster.connect-timeout", None, 10)
+    try:
+        return Client(address, security=security, timeout=timeout)
+    except OSError as e:  # distributed raises OSError (TimeoutError) once its connect timeout passes
+        raise ConnectionError(f"cannot connect to the scheduler at {address} ({where}) within {timeout} s: "
+                              f"{e}; is it running, and is the address right? (the time allowed: "
+                              f"mst.cluster.connect-timeout, DASK_MST__CLUSTER__CONNECT_TIMEOUT)") from None
+
+
 @contextlib.contextmanager
 def connect(cfg):
     """A client of the scheduler at ``cluster.address`` (the cluster is left running on exit).
@@ -39,8 +60,6 @@ def connect(cfg):
     ``tls://`` address without any is a :class:`~mst_dist.config.ConfigError`
     saying what to give, before connecting.
     """
-    from distributed import Client
-
     from mst_dist.config import ConfigError
     from mst_dist.deploy._core import check_address_security, security_of
     from mst_dist.diagnostics import dashboard
@@ -51,7 +70,7 @@ def connect(cfg):
         raise ConfigError(f"cluster.{e}", key="cluster.security") from None
     check_address_security(cfg["address"], security)
     logger.info("connecting to the scheduler at %s", cfg["address"])
-    with Client(cfg["address"], security=security) as client:
+    with connect_client(cfg["address"], security, "cluster.address or --scheduler") as client:
         # the MST page, unless the scheduler has it (--preload mst_dist.diagnostics.dashboard) or cannot
         # import mst_dist
         dashboard.register(client, quiet=True)

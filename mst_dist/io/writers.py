@@ -41,7 +41,7 @@ from mst_dist.io.formats import (
 
 __all__ = ["write_forest", "write_labels", "write_graph", "forest_format", "graph_format",
            "FOREST_FORMATS", "GRAPH_FORMATS", "atomic_path", "atomic_dir", "write_forest_part",
-           "write_labels_part", "read_forest_dataset", "DATASET_PART"]
+           "write_labels_part", "read_forest_dataset", "DATASET_PART", "check_writable"]
 
 _COLUMNS = ("edge_id", "src", "dst", "weight")
 
@@ -89,6 +89,32 @@ class atomic_path:
         else:
             _remove(self.tmp)
         return False
+
+
+def check_writable(path, what="output"):
+    """Check, before any work, that ``path`` can be written as :class:`atomic_path` will write it.
+
+    A hidden file is created and removed in ``path``'s directory (the only
+    sure test: permissions, read-only mounts and quotas all show), and an
+    existing ``path`` must be of the kind that will replace it.  Raises an
+    :class:`OSError` naming ``what`` and the path; returns the absolute path.
+    """
+    full = os.path.abspath(os.fspath(path))
+    directory = os.path.dirname(full)
+    if not os.path.isdir(directory):
+        raise FileNotFoundError(f"{what} {os.fspath(path)!r}: directory {directory!r} does not exist")
+    try:
+        with atomic_path(full) as tmp:
+            raise _Probe(tmp)
+    except _Probe:
+        pass
+    except OSError as e:
+        raise PermissionError(f"{what} {os.fspath(path)!r}: cannot write in {directory!r} ({e.strerror or e})") from None
+    return full
+
+
+class _Probe(Exception):
+    """Ends :func:`check_writable`'s trial write without renaming it into place."""
 
 
 def _remove(path):

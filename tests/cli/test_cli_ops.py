@@ -192,3 +192,46 @@ def test_submit_address_from_config(tmp_path, running):
     p = run_cli("submit", "run.yaml", "--json", "--quiet", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout)["summary"]["forest_edges"] == 99
+
+
+# --------------------------------------------------------------------------
+# checks before work, bounded connection
+# --------------------------------------------------------------------------
+
+#: A path no process can create a file in, root included.
+UNWRITABLE = "/proc/mst-dist-test-output"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("flags", [("-o", UNWRITABLE + ".parquet"), ("--report", UNWRITABLE + ".json")],
+                         ids=["output", "report"])
+def test_unwritable_outputs_refused_before_the_run(tmp_path, flags):
+    """No run, no forest written: the unwritable path is named at once (exit 2, one line)."""
+    ok = tmp_path / "forest.parquet"
+    p = run_cli("run", "--generate", "grid", "--rows", "30", "--cols", "30", *flags,
+                *(() if flags[0] == "-o" else ("-o", str(ok))), cwd=tmp_path, timeout=120)
+    assert p.returncode == 2, p.stderr
+    assert f"mst-dist: error: {flags[0].replace('-o', '--output')} '{flags[1]}': cannot write in '/proc'" in p.stderr
+    assert "Traceback" not in p.stderr and "round 0" not in p.stderr  # refused before any work
+    assert not ok.exists()
+
+
+def test_api_refuses_unwritable_output_before_the_run():
+    g = mst_dist.Graph.from_arrays([0, 1], [1, 2], [1.0, 2.0])
+    with pytest.raises(PermissionError, match="output '/proc/mst-dist-test-output': cannot write in '/proc'"):
+        mst_dist.minimum_spanning_forest(g, client=object(), output=UNWRITABLE)  # never reaches the client
+    with pytest.raises(FileNotFoundError, match="labels_output .* directory .* does not exist"):
+        mst_dist.minimum_spanning_forest(g, client=object(), labels_output="/no/such/dir/labels")
+
+
+@pytest.mark.slow
+def test_submit_to_nothing_is_a_quick_one_line_error(tmp_path):
+    from support.cli import cli_env
+
+    env = cli_env(DASK_MST__CLUSTER__CONNECT_TIMEOUT="2")
+    p = run_cli("submit", "--scheduler", "tcp://127.0.0.1:1", "--generate", "grid", "--rows", "4", "--cols", "4",
+                cwd=tmp_path, env=env, timeout=120)
+    assert p.returncode == 1, p.stderr
+    assert "Traceback" not in p.stderr
+    assert re.search(r"mst-dist: error: cannot connect to the scheduler at tcp://127.0.0.1:1 .* within 2 s",
+                     p.stderr), p.stderr
