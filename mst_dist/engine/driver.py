@@ -586,6 +586,10 @@ class Driver:
             # the single task goes to the fastest worker (a GPU one on a mixed cluster)
             worker = max(self.throughput, key=lambda w: (self.throughput[w], w))
         if st.chunks is None:  # straight from the raw chunks: prepared inside the task
+            wait(st.raws)  # loading the graph is setup, not the solve's first round
+            if not self.stats.setup_seconds:
+                self.stats.setup_seconds = time.perf_counter() - self.t_start
+            t0 = time.perf_counter()
             args = (st.raws, None, st.n_comp, st.prev, st.offsets)
         else:
             args = (st.chunks, st.rmap, st.n_comp, st.prev, None)

@@ -350,6 +350,7 @@ def solve_local(chunk, n_comp, finished_offset=0, *, relabel=None, light_factor=
     while True:
         m = S.m
         if n_cur and m > min_degree * n_cur and light_factor > 0:
+            t_split = time.perf_counter()
             tk, te = _sample_threshold(S, light_factor * n_cur, rng)
             lc = _p_count_light(S.key, S.eid, S.seg, S.cnt, tk, te)
             nl = int(lc.sum())
@@ -360,7 +361,12 @@ def solve_local(chunk, n_comp, finished_offset=0, *, relabel=None, light_factor=
             L = _Segments(lu, lv, lk, le, T)
             L.seg, L.cnt = lseg, lcnt
             n_before = n_cur
+            split_s = time.perf_counter() - t_split
+            first = len(trace)
             n_cur, fin, lmaps = boruvka(L, n_cur, False, fin)
+            if len(trace) > first:  # the light/heavy split is the light pass's filter-edges, as on the GPU
+                ps = trace[first].phase_seconds
+                ps["filter-edges"] = ps.get("filter-edges", 0.0) + split_s
             del L, lu, lv, lk, le
             if lmaps:
                 # one map for the whole light pass, then relabel the heavy edges once
