@@ -258,7 +258,9 @@ def ensure_compiled(weight_dtype=None, progress=None, parts=("local",)):
         _warmed.update(j for j in jobs if j not in todo)
         if not todo:
             return None
-        logger.info("%s (%s)", COMPILE_STEP, ", ".join(f"{p}, {k} weights" for k, p in todo))
+        # with a progress callback the caller shows the step: the log line is then a detail
+        say = logger.debug if progress is not None else logger.info
+        say("%s (%s)", COMPILE_STEP, ", ".join(f"{p}, {k} weights" for k, p in todo))
         t0 = time.perf_counter()
         if progress is not None:
             progress({"phase": "compile", "round": None, "elapsed": 0.0})
@@ -269,7 +271,7 @@ def ensure_compiled(weight_dtype=None, progress=None, parts=("local",)):
         secs = time.perf_counter() - t0
         if progress is not None:
             progress({"phase": "compile", "round": None, "elapsed": secs, "done": True})
-        logger.info("kernels compiled in %.1f s; later runs load them from %s", secs, cache_dir())
+        say("kernels compiled in %.1f s; later runs load them from %s", secs, cache_dir())
         return secs
 
 
@@ -286,10 +288,22 @@ def _is_gpu_worker(worker):
     return ok
 
 
+def _prints(log):
+    """Whether a record of ``log`` reaches a handler other than a ``NullHandler``."""
+    while log is not None:
+        if any(not isinstance(h, logging.NullHandler) for h in log.handlers):
+            return True
+        if not log.propagate:
+            return False
+        log = log.parent
+    return False
+
+
 def dask_setup(worker=None):
     """``dask worker --preload mst_dist.engine.warmup``: warm the kernels as the worker starts."""
-    # in a worker process only distributed's loggers have handlers: log with them there
-    log = logger if logger.hasHandlers() else logging.getLogger("distributed.preloading")
+    # in a worker process only distributed's loggers have handlers that print (mst_dist's own is a
+    # NullHandler): log with them there
+    log = logger if _prints(logger) else logging.getLogger("distributed.preloading")
     try:
         secs = warm(gpu=_is_gpu_worker(worker))
     except Exception:  # never keep a worker from starting
