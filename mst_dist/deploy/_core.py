@@ -139,7 +139,7 @@ def security_of(section, temporary=False):
                              "security.ca_file, cert and key (--tls-ca-file, --tls-cert, --tls-key)")
         try:
             return Security.temporary()
-        except ImportError as e:  # pragma: no cover - distributed depends on cryptography's absence only
+        except ImportError as e:  # pragma: no cover - cryptography is optional for distributed
             raise ValueError(f"security.require_encryption without certificates makes temporary ones, "
                              f"which needs the cryptography package ({e}); or give security.ca_file, "
                              "cert and key") from None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 
 from mst_dist.deploy._core import LOOPBACK, WARMUP, protocol_of, security_of, wait_for_workers
 from mst_dist.environment import optional_import
@@ -117,7 +118,8 @@ def listen_interface(interface, comm):
 
 def tls_settings(section):
     """Dask's ``distributed.comm.tls.*`` settings of a ``cluster.security`` section (``{}`` without one)."""
-    section = {k: v for k, v in (section or {}).items() if v is not None}
+    section = {k: os.path.expanduser(v) if isinstance(v, str) else v
+               for k, v in (section or {}).items() if v is not None}
     if not section.get("cert"):
         return {}
     out = {"distributed.comm.tls.ca-file": section["ca_file"],
