@@ -261,7 +261,6 @@ class Driver:
         lo = None if s["threshold"] is None else tuple(s["threshold"])
         return lo, s["components"], k, s["complete"]
 
-
     def solve(self, st, light=True):
         """Rounds until every component is finished: light pass, distributed rounds, local finish."""
         while True:
@@ -622,6 +621,12 @@ class Driver:
         stats.solve_seconds = time.perf_counter() - st.t_solve
         t_fin = time.perf_counter()
         self._emit(round=st.rnd, phase="finish", components=0, edges=0)
+        # the CPU kernels' scratch: no solve follows, so it goes before the labels and rows are
+        # made (a lower peak), and a worker's memory after a run is back near where it began
+        try:
+            self.client.run(release_scratch)
+        except Exception:  # a worker gone since: its memory went with it
+            logger.debug("could not release the workers' scratch memory", exc_info=True)
         ids_f = self.builder.forest(st.rnd, st.chosen)
         if self.streaming:
             lab_f = self.client.submit(passes.vertex_labels, st.vmap, self.g.n_vertices,
@@ -647,10 +652,6 @@ class Driver:
                 self.client.run(tasks.forget_device_maps, workers=gpu_workers)
             except Exception:  # a worker gone since: its memory went with it
                 logger.debug("could not free the round maps on the GPU workers", exc_info=True)
-        try:  # the CPU kernels' scratch: a worker's memory after a run is back near where it began
-            self.client.run(release_scratch)
-        except Exception:  # a worker gone since: its memory went with it
-            logger.debug("could not release the workers' scratch memory", exc_info=True)
         accounting.exact_bytes(self.client, stats.rounds, self.token, self.wall_start, self.n_workers)
         accounting.settle_overlaps(stats.rounds)
         self._publish("run-end", total_seconds=stats.total_seconds, n_rounds=stats.n_rounds,
