@@ -103,10 +103,12 @@ def _files(value, out):
 
 def _source(s):
     func = getattr(s, "func", None)
-    if func is None:  # the caller's arrays: their contents
+    if func is None:  # the caller's arrays: their contents (device arrays copied to the host)
         from dask.base import tokenize
 
-        return {"arrays": tokenize(*(getattr(s, a) for a in ("src", "dst", "weight")))}
+        arrays = [getattr(s, a) for a in ("src", "dst", "weight")]
+        return {"arrays": tokenize(*(a.get() if hasattr(a, "__cuda_array_interface__") else np.asarray(a)
+                                     for a in arrays))}
     params = getattr(s, "params", {})
     return {"func": f"{func.__module__}.{func.__qualname__}", "params": _plain(params),
             "n_edges": int(s.n_edges), "files": _files(params, [])}

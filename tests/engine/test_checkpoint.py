@@ -198,3 +198,29 @@ def test_fingerprint_follows_the_graph(tmp_path):
     path.write_text("0 1 1\n1 2 3\n")  # same size, rewritten
     os.utime(path, ns=(1, 1))
     assert c["sources"] != graph_fingerprint(mst_dist.read(path))["sources"]
+
+
+@pytest.mark.slow
+def test_fingerprint_is_the_same_in_another_process(tmp_path):
+    """A job started again is another process: the fingerprint must not depend on it."""
+    import subprocess
+    import sys
+
+    from support.cli import cli_env
+
+    (tmp_path / "g.txt").write_text("0 1 1\n1 2 2\n2 0 5\n")
+    code = f"""
+import json, numpy as np, mst_dist
+from mst_dist.engine.checkpoint import graph_fingerprint
+gs = [mst_dist.generate("rmat", seed=1, scale=8), mst_dist.read({str(tmp_path / "g.txt")!r}),
+      mst_dist.Graph.from_arrays(np.arange(5), np.arange(1, 6), np.linspace(0, 1, 5))]
+print(json.dumps([graph_fingerprint(g) for g in gs]))
+"""
+    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=cli_env(),
+                           timeout=120) for _ in range(2)]
+    for r in runs:
+        assert r.returncode == 0, r.stderr
+    mine = [graph_fingerprint(mst_dist.generate("rmat", seed=1, scale=8)),
+            graph_fingerprint(mst_dist.read(tmp_path / "g.txt")),
+            graph_fingerprint(mst_dist.Graph.from_arrays(np.arange(5), np.arange(1, 6), np.linspace(0, 1, 5)))]
+    assert json.loads(runs[0].stdout) == json.loads(runs[1].stdout) == mine
