@@ -266,6 +266,8 @@ def print_summary(result, wall_seconds, output=None, console=None, wide=False):
         rows.append(("streamed", f"yes: {n} pass{'es' if n != 1 else ''} over the source, after a sample"))
     else:
         rows.append(("streamed", "no: every chunk resident"))
+    if st.resumed_from is not None:
+        rows.append(("resumed", f"from a checkpoint, after round {st.resumed_from}: the table starts there"))
     if st.h2d_bytes or st.d2h_bytes:
         rows.append(("host ↔ device", f"{format_bytes(st.h2d_bytes)} to, {format_bytes(st.d2h_bytes)} from "
                                       "the GPUs"))
