@@ -21,6 +21,7 @@ import logging
 import operator
 import os
 import time
+import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -103,6 +104,32 @@ def _check_vertex_memory(g, memory):
             f"worker, more than the largest worker has ({human_bytes(memory)}): relabel the vertex ids to "
             f"0..n-1 (e.g. numpy.unique(ids, return_inverse=True)) or use workers with more memory",
             source=g.name)
+
+
+#: client -> {run token: hook}: the progress hooks of the runs on a client, behind one subscription.
+_HOOKS = weakref.WeakKeyDictionary()
+
+
+def _topic_hooks(client):
+    """The progress hooks of ``client``'s runs (subscribes to the event topic on first use).
+
+    The subscription stays for the client's life: unsubscribing at the end
+    of a run would leave the events still on their way (the solve's last
+    rounds, the run's own records) to a client with no handler, which
+    distributed logs as an error; concurrent runs on one client each keep
+    their own hook.
+    """
+    hooks = _HOOKS.get(client)
+    if hooks is None:
+        hooks = {}
+
+        def dispatch(event):
+            for hear in list(hooks.values()):
+                hear(event)
+
+        client.subscribe_topic(EVENT_TOPIC, dispatch)
+        _HOOKS[client] = hooks
+    return hooks
 
 
 class Driver:
@@ -379,6 +406,8 @@ class Driver:
             st.vmap = self.client.submit(operator.getitem, composed, 0, key=self.builder.key("pass-vmap", k))
             n_live = self.client.submit(operator.getitem, composed, 1,
                                         key=self.builder.key("pass-components", k)).result()
+            # the slice is solved: let the workers drop it (and its rows, once trimmed) before the next pass
+            kept = rows = sub = composed = None
             if self.ckpt is not None:
                 self.save_pass(st, k, hi, n_live, chosen)
             if hi is None:
@@ -755,20 +784,16 @@ class Driver:
                 logger.exception("progress callback failed")
 
         try:
-            self.client.subscribe_topic(EVENT_TOPIC, hear)
+            hooks = _topic_hooks(self.client)
         except Exception:  # an old scheduler: progress moves per task only
             logger.debug("no event subscription", exc_info=True)
             yield
             return
+        hooks[self.token] = hear
         try:
             yield
         finally:
-            try:
-                self.client.unsubscribe_topic(EVENT_TOPIC)
-            except Exception:  # a closed client
-                logger.debug("could not unsubscribe", exc_info=True)
-            # distributed keeps the handler after unsubscribing: let it go with the run
-            getattr(self.client, "_event_handlers", {}).pop(EVENT_TOPIC, None)
+            hooks.pop(self.token, None)
 
     def _emit(self, **ev):
         ev["elapsed"] = time.perf_counter() - self.t_start

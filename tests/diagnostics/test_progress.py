@@ -1,4 +1,5 @@
 """The live progress line: what it says of each event, and the rounds a one-task solve reports as it goes."""
+import logging
 import time
 
 from rich.console import Console
@@ -47,7 +48,19 @@ def test_a_one_task_solve_reports_each_round_as_it_ends(client):
     # the elapsed time moves with them (the driver's clock)
     elapsed = [ev["elapsed"] for ev in told]
     assert elapsed == sorted(elapsed)
-    assert "mst-dist" not in client._event_handlers  # the subscription ends with the task
+    from mst_dist.engine.driver import _HOOKS
+    assert not _HOOKS.get(client)  # the run's hook ends with the run
+
+
+def test_events_after_a_run_are_not_an_error(client, caplog):
+    """A task's last events may reach the client after its run ended: heard by nobody, logged by nobody."""
+    g = mst_dist.generate("rmat", scale=10, seed=3)
+    with caplog.at_level(logging.ERROR, logger="distributed.client"):
+        for _ in range(2):
+            mst_dist.minimum_spanning_forest(g, client, progress=lambda ev: None)
+        client.log_event("mst-dist", {"event": "phase", "run": "gone", "source": "task"})
+        time.sleep(0.5)
+    assert not [r for r in caplog.records if "event handler" in r.getMessage()]
 
 
 def test_no_progress_callback_no_subscription(client):
