@@ -223,9 +223,13 @@ def _setup_logging(args, console=None):
     pkg.propagate = False
     pkg.setLevel(level)
     if level > logging.DEBUG:
-        # LocalCluster's start-up chatter; warnings still show.
+        # LocalCluster's start-up chatter; warnings still show.  -q: Dask's own errors (a worker's
+        # traceback, a lost connection) are left to the one-line error mst-dist prints itself
+        import distributed  # noqa: F401  (importing it configures Dask's loggers: set them after)
+
+        dask_level = logging.CRITICAL if level >= logging.ERROR else max(level, logging.WARNING)
         for name in ("distributed", "bokeh", "tornado"):
-            logging.getLogger(name).setLevel(max(level, logging.WARNING))
+            logging.getLogger(name).setLevel(dask_level)
     quiet_engine_errors()
 
 
@@ -457,6 +461,7 @@ def main(argv=None):
     _setup_logging(args, console)
     from mst_dist.config import ConfigError
     from mst_dist.engine.checkpoint import CheckpointMismatchError
+    from mst_dist.engine.watchdog import ClusterStalledError
     from mst_dist.graph import InvalidGraphError
     from mst_dist.kernels.gpu import GPUUnavailableError
 
@@ -476,6 +481,9 @@ def main(argv=None):
     except ImportError as e:  # an optional dependency of the chosen cluster kind
         print(f"mst-dist: error: {e}", file=sys.stderr)
         return 2
+    except ClusterStalledError as e:  # no worker could go on (mst.stall-timeout), or a task killed them
+        print(f"mst-dist: error: {e}", file=sys.stderr)
+        return 1
     except ConnectionError as e:  # no scheduler answered (cluster.connect-timeout)
         print(f"mst-dist: error: {e}", file=sys.stderr)
         return 1

@@ -122,6 +122,8 @@ def embedded(n_workers=None, threads_per_worker=None, processes=None,
         kwargs.setdefault("resources", {"GPU": 1})
     if processes:
         kwargs.setdefault("host", LOOPBACK)
+        # worker processes log no louder than Dask's logger here (mst-dist -q: errors not at all)
+        kwargs.setdefault("silence_logs", max(logging.WARNING, logging.getLogger("distributed").getEffectiveLevel()))
     else:
         kwargs.setdefault("worker_class", _loopback_worker)
     if not dashboard_address:

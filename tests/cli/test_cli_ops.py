@@ -238,3 +238,17 @@ def test_submit_to_nothing_is_a_quick_one_line_error(tmp_path):
     assert "Traceback" not in p.stderr
     assert re.search(r"mst-dist: error: cannot connect to the scheduler at tcp://127.0.0.1:1 .* within 2 s",
                      p.stderr), p.stderr
+
+
+@pytest.mark.slow
+def test_quiet_memory_starved_run_is_one_line(tmp_path):
+    """Worker processes killed by their memory limit: with -q, stderr holds only mst-dist's own error line."""
+    from support.cli import cli_env
+
+    env = cli_env(DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES="1", DASK_MST__STALL_TIMEOUT="20")
+    p = run_cli("run", "-q", "--generate", "rmat", "--scale", "18", "--seed", "3", "--processes", "--workers", "2",
+                "--threads", "1", "--memory-limit", "320MiB", "--stream", "never", cwd=tmp_path, env=env, timeout=300)
+    assert p.returncode == 1, p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("mst-dist: error: "), p.stderr[-3000:]
+    assert "memory" in lines[0] and "--partitions" in lines[0] and "--stream" in lines[0]

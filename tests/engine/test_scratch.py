@@ -1,0 +1,63 @@
+"""The CPU kernels' scratch memory: sized from each worker's memory limit, given back when a run ends."""
+import numpy as np
+import pytest
+
+import mst_dist
+from mst_dist.engine.scratch import ARENA_SHARE, arena_limit
+from mst_dist.kernels.cpu.arena import _Arena
+
+
+def test_arena_limit_trims_free_buffers_and_release_gives_all_back():
+    a = _Arena(limit=64 << 20)
+    x = a.take(32 << 20)
+    y = a.take(24 << 20)
+    assert a.held == (32 << 20) + (24 << 20)
+    del x
+    a.set_limit(30 << 20)  # the free 32 MiB buffer goes; the one in use stays
+    assert a.held == 24 << 20 and a.limit == 30 << 20
+    big = a.take(40 << 20)  # larger than the whole arena: handed out, never kept
+    assert big.nbytes == 40 << 20 and a.held == 24 << 20
+    assert a.release() == 24 << 20 and a.held == 0
+    assert y.nbytes == 24 << 20  # memory in use stays valid
+    a.set_limit(None)
+    assert a.limit == _Arena.default_limit()
+
+
+def test_arena_limit_from_the_worker_memory_limit():
+    assert arena_limit(None) is None and arena_limit(0) is None
+    assert arena_limit(1 << 30) == int((1 << 30) * ARENA_SHARE)
+    assert arena_limit(1 << 60) == _Arena.default_limit()  # never above the machine's default
+
+
+def _rss():
+    import psutil
+
+    return psutil.Process().memory_info().rss
+
+
+def _arena():
+    from mst_dist.kernels.cpu.arena import ARENA
+
+    return ARENA.held, ARENA.limit
+
+
+@pytest.mark.processes
+def test_worker_memory_back_near_its_start_after_a_run():
+    """A 2 GiB worker process: its arena is capped at a quarter of that, and empty after a run.
+
+    Measured: RSS 198 -> 278 MiB over a run of a 3M-edge graph with the
+    release, 199 -> 380 MiB without it (102 MiB left in the arena).
+    """
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=1, threads_per_worker=2, processes=True, dashboard_address=":0",
+                      memory_limit="2GiB") as cluster, Client(cluster) as c:
+        mst_dist.minimum_spanning_forest(mst_dist.generate("grid", rows=30, cols=30), c)  # kernels loaded
+        (before,) = c.run(_rss).values()
+        g = mst_dist.generate("erdos_renyi", seed=1, n=300_000, m=3_000_000)
+        res = mst_dist.minimum_spanning_forest(g, c)
+        (after,) = c.run(_rss).values()
+        (held, limit), = c.run(_arena).values()
+    assert res.forest_edges == g.n_vertices - res.n_components
+    assert limit == (2 << 30) // 4 and held == 0
+    assert after - before < 150 << 20, (before >> 20, after >> 20)
