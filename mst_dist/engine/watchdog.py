@@ -17,6 +17,8 @@ import logging
 import threading
 import time
 
+from mst_dist.engine.cluster_info import scheduler_workers
+
 logger = logging.getLogger("mst_dist")
 
 __all__ = ["ClusterStalledError", "Watchdog", "stalled_from_killed", "ADVICE"]
@@ -155,7 +157,7 @@ class Watchdog:
             self._cancel()
             return True
         now = time.monotonic() if now is None else now
-        workers = self.client.scheduler_info()["workers"]
+        workers = scheduler_workers(self.client)
         ok, cause = _progress_state(workers)
         if ok:
             self._since = None
