@@ -191,7 +191,9 @@ def minimum_spanning_forest(graph, client=None, *, partitions=None, backend="aut
         # the workers are threads of this process: compile what they lack here, as a step
         ensure_compiled(graph.weight_dtype, progress=progress)
     if _conf("embedded.reuse", None, True):
-        return _run_resilient(Driver, graph, shared_client(gpu=gpu), opts)
+        shared = shared_client(gpu=gpu)
+        with shared.as_current():  # the run's current client, never the process's default one
+            return _run_resilient(Driver, graph, shared, opts)
     dashboard = _conf("cluster.dashboard-address", None, None) if _conf("embedded.dashboard", None, False) \
         else None
     with embedded(gpu=gpu, dashboard_address=dashboard, silence_logs=logging.ERROR) as c:

@@ -77,7 +77,8 @@ def _loopback_worker(scheduler, dashboard_address=None, **kwargs):
 
 @contextlib.contextmanager
 def embedded(n_workers=None, threads_per_worker=None, processes=None,
-             dashboard_address=_UNSET, memory_limit=_UNSET, gpu=False, security=None, **kwargs):
+             dashboard_address=_UNSET, memory_limit=_UNSET, gpu=False, security=None, set_as_default=True,
+             **kwargs):
     """An in-process Dask cluster and its client, closed on exit.
 
     Unset arguments come from the ``mst.cluster`` configuration: one worker
@@ -93,6 +94,9 @@ def embedded(n_workers=None, threads_per_worker=None, processes=None,
     graph whose resident chunks would not fit in the workers' limits
     (``mst.stream: auto``).  A bad value is a :class:`~mst_dist.config.ConfigError`
     naming the setting.
+
+    ``set_as_default``: whether the client becomes the process's default
+    (``distributed.get_client()``, ``dask.compute``) while it is open.
 
     ``security`` (a :class:`distributed.security.Security`, see
     :func:`~mst_dist.deploy._core.security_of`): worker processes, or
@@ -140,7 +144,7 @@ def embedded(n_workers=None, threads_per_worker=None, processes=None,
                            processes=processes, dashboard_address=dashboard_address,
                            memory_limit=memory_limit, **kwargs)
     try:
-        client = Client(cluster)
+        client = Client(cluster, set_as_default=set_as_default)
         try:
             if dashboard_address:
                 from mst_dist.diagnostics.dashboard import register
@@ -226,7 +230,8 @@ def shared_client(gpu=False):
         if _Shared.key != key or not _alive(_Shared.client):
             close_shared()
             # a library's cluster: Dask's own warnings (an event loop slowed by the kernels) stay quiet
-            cm = embedded(dashboard_address=key[4], gpu=gpu, silence_logs=logging.ERROR)
+            # nor does it become the process's default client (dask.compute and get_client ignore it)
+            cm = embedded(dashboard_address=key[4], gpu=gpu, silence_logs=logging.ERROR, set_as_default=False)
             client = cm.__enter__()
             _Shared.key, _Shared.context, _Shared.client = key, cm, client
             if not _Shared.exit_hook:
