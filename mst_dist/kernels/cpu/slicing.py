@@ -44,6 +44,15 @@ def _key(w, i, mode):
 
 
 @njit(inline="always")
+def _ends(src, dst, vmap, relabel, i):
+    a = np.int64(src[i])
+    b = np.int64(dst[i])
+    if relabel:
+        return np.int64(vmap[a]), np.int64(vmap[b])
+    return a, b
+
+
+@njit(inline="always")
 def _kept(a, b, k, e, has_lo, lk, le, has_hi, hk, he):
     if a == b:
         return False
@@ -61,11 +70,7 @@ def _count(src, dst, w, mode, vmap, relabel, offset, has_lo, lk, le, has_hi, hk,
     for t in prange(T):
         c = 0
         for i in range(bounds[t], bounds[t + 1]):
-            a = np.int64(src[i])
-            b = np.int64(dst[i])
-            if relabel:
-                a = np.int64(vmap[a])
-                b = np.int64(vmap[b])
+            a, b = _ends(src, dst, vmap, relabel, i)
             if _kept(a, b, _key(w, i, mode), offset + i, has_lo, lk, le, has_hi, hk, he):
                 c += 1
         counts[t] = c
@@ -79,11 +84,7 @@ def _write(src, dst, w, mode, vmap, relabel, offset, has_lo, lk, le, has_hi, hk,
     for t in prange(T):
         j = starts[t]
         for i in range(bounds[t], bounds[t + 1]):
-            a = np.int64(src[i])
-            b = np.int64(dst[i])
-            if relabel:
-                a = np.int64(vmap[a])
-                b = np.int64(vmap[b])
+            a, b = _ends(src, dst, vmap, relabel, i)
             kk = _key(w, i, mode)
             if _kept(a, b, kk, offset + i, has_lo, lk, le, has_hi, hk, he):
                 u[j] = a
