@@ -1,10 +1,12 @@
 """The CPU kernels' scratch memory: sized from each worker's memory limit, given back when a run ends."""
-import numpy as np
+import time
+
 import pytest
 
 import mst_dist
-from mst_dist.engine.scratch import ARENA_SHARE, arena_limit
-from mst_dist.kernels.cpu.arena import _Arena
+from mst_dist.engine import scratch
+from mst_dist.engine.scratch import ARENA_SHARE, RELEASE_AFTER, arena_limit
+from mst_dist.kernels.cpu.arena import ARENA, _Arena
 
 
 def test_arena_limit_trims_free_buffers_and_release_gives_all_back():
@@ -21,6 +23,21 @@ def test_arena_limit_trims_free_buffers_and_release_gives_all_back():
     assert y.nbytes == 24 << 20  # memory in use stays valid
     a.set_limit(None)
     assert a.limit == _Arena.default_limit()
+
+
+def test_release_waits_for_an_unused_arena(monkeypatch):
+    """Released only if no buffer was taken since the run ended (the next run keeps its buffers)."""
+    a = _Arena(limit=64 << 20)
+    monkeypatch.setattr(scratch, "ARENA", a)
+    x = a.take(8 << 20)
+    del x
+    stamp = a.takes
+    a.take(8 << 20)  # a new run began
+    assert scratch._release_if_unused(stamp) == 0 and a.held > 0
+    held = a.held
+    assert held == 8 << 20  # the buffer was reused, not doubled
+    assert scratch.release_scratch(delay=0) == held and a.held == 0
+    assert ARENA is not a  # the process's arena untouched
 
 
 def test_arena_limit_from_the_worker_memory_limit():
@@ -56,8 +73,13 @@ def test_worker_memory_back_near_its_start_after_a_run():
         (before,) = c.run(_rss).values()
         g = mst_dist.generate("erdos_renyi", seed=1, n=300_000, m=3_000_000)
         res = mst_dist.minimum_spanning_forest(g, c)
+        deadline = time.monotonic() + RELEASE_AFTER + 15
+        while True:  # released once the worker has not used the arena for RELEASE_AFTER s
+            (held, limit), = c.run(_arena).values()
+            if held == 0 or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
         (after,) = c.run(_rss).values()
-        (held, limit), = c.run(_arena).values()
     assert res.forest_edges == g.n_vertices - res.n_components
     assert limit == (2 << 30) // 4 and held == 0
     assert after - before < 150 << 20, (before >> 20, after >> 20)

@@ -42,6 +42,7 @@ class _Arena:
         self.bufs = []
         self.lock = threading.Lock()
         self.limit = self.default_limit() if limit is None else int(limit)
+        self.takes = 0  #: large buffers handed out so far (a caller can tell whether the arena was used since)
 
     @staticmethod
     def default_limit():
@@ -68,6 +69,7 @@ class _Arena:
         if nbytes < self.min_bytes:
             return np.empty(nbytes, np.uint8)
         with self.lock:
+            self.takes += 1
             best = None
             for i in range(len(self.bufs)):
                 b = self.bufs[i]
