@@ -79,7 +79,8 @@ def mpi_client(cfg, comm=None):
         try:
             client.close()
         finally:
-            dm.send_close_signal()
+            with dask.config.set(tls_settings(cfg.get("security"))):  # its own client, from the settings
+                dm.send_close_signal()
 
     return client, close, comm.Get_size() - 2
 

@@ -245,3 +245,30 @@ def test_dask_require_encryption_setting_alone(environ):
         assert client.scheduler.address.startswith("tls://127.0.0.1:")
         g = mst_dist.generate("grid", rows=10, cols=10, seed=1)
         np.testing.assert_array_equal(mst_dist.minimum_spanning_forest(g, client).edge_ids, expected_ids(g))
+
+
+@pytest.mark.mpi
+@pytest.mark.slow
+def test_mpi_ranks_speak_tls(certs, tmp_path):
+    """Kind mpi with cluster.security: dask-mpi's scheduler and workers speak tls:// (Dask's TLS settings on
+    every rank), the run's client too; the forest is Kruskal's."""
+    import subprocess
+
+    from support.cli import CLI, cli_env
+    from test_mpi import mpirun_or_skip
+
+    exe = mpirun_or_skip()
+    security = ", ".join(f"{k}: '{v}'" for k, v in certs.items())
+    (tmp_path / "run.yaml").write_text(
+        "graph:\n  generate: {kind: erdos_renyi, n: 3000, m: 12000, seed: 4}\nlocal_finish: 0\n"
+        f"cluster: {{kind: mpi, threads_per_worker: 1, wait_timeout: 120, warmup: false, security: {{{security}}}}}\n")
+    env = cli_env(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+                  OMPI_MCA_rmaps_base_oversubscribe="1")
+    p = subprocess.run([exe, "-n", "3", "--oversubscribe", *CLI, "run", "--mpi", "run.yaml", "--json"],
+                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240)
+    assert p.returncode == 0, p.stderr[-3000:]
+    rep = json.loads(p.stdout)
+    assert rep["cluster"]["scheduler"].startswith("tls://127.0.0.1:")
+    assert [w["address"][:16] for w in rep["cluster"]["workers"]] == ["tls://127.0.0.1:"]
+    g = mst_dist.generate("erdos_renyi", n=3000, m=12000, seed=4)
+    assert rep["summary"]["forest_edges"] == len(expected_ids(g))
