@@ -211,7 +211,13 @@ def _shared_settings(gpu):
 
 
 def _alive(client):
-    return client is not None and client.status == "running" and client.scheduler_info().get("workers")
+    """Whether the shared cluster's client still runs and has workers (a dead one is replaced)."""
+    if client is None or client.status != "running":
+        return False
+    try:
+        return bool(client.scheduler_info().get("workers"))
+    except Exception:  # a scheduler gone away
+        return False
 
 
 def shared_client(gpu=False):

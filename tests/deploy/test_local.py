@@ -206,3 +206,17 @@ def test_local_worker_processes_preload_the_warmup():
         client.wait_for_workers(1, timeout=60)
         assert not any(client.run(lambda: bool(__import__("mst_dist.kernels.cpu.solve", fromlist=["x"])
                                               ._p_best.signatures)).values())
+
+
+def test_shared_cluster_replaced_when_it_died(environ):
+    import mst_dist
+    from mst_dist.deploy import local
+
+    environ(DASK_MST__CLUSTER__THREADS_PER_WORKER="1")
+    local.close_shared()
+    dead = local.shared_client()
+    dead.cluster.close()  # its cluster went away under it
+    dead.close()
+    assert mst_dist.minimum_spanning_forest(_tiny_graph()).edge_ids.tolist() == [1, 2, 3]
+    assert local._Shared.client is not dead and local._Shared.client.status == "running"
+    local.close_shared()
