@@ -96,7 +96,7 @@ def test_dedupe_config_validates():
 @pytest.mark.parametrize("name", ["bench-cpu.yaml", "bench-small.yaml"])
 def test_shipped_configs_validate(name):
     cfg = bench.load_config(os.path.join(ROOT, "configs", name))
-    assert cfg["methods"] == ["engine", "engine-distributed", "kernels-loop", "scipy", "rustworkx"]
+    assert cfg["methods"] == ["engine", "engine-distributed", "kernels-loop", "scipy", "rustworkx", "cold"]
     assert len(cfg["graphs"]) == 5
     kinds = {g["generate"]["kind"] for g in cfg["graphs"]}
     assert kinds == {"erdos_renyi", "circulant", "grid", "caveman", "rmat"}
