@@ -4,7 +4,6 @@ A run either gives the same edge ids as an undisturbed one, or stops within a
 bound with :class:`mst_dist.ClusterStalledError` naming the cause: never a
 silent wait.
 """
-import os
 import threading
 import time
 

@@ -189,11 +189,11 @@ def _check_vertex_memory(sources, n, client):
         if getattr(src, "func", None) is text.text_rows:
             hit = text.find_id_at_least(src, limit)
             if hit is not None:
-                found = dict(path=_source_path(src), line=hit[0]), hit[1]
+                found = {"path": _source_path(src), "line": hit[0]}, hit[1]
         else:
             hit = _find_id_at_least(src, limit)
             if hit is not None:
-                found = dict(path=_source_path(src), row=hit[0]), hit[1]
+                found = {"path": _source_path(src), "row": hit[0]}, hit[1]
         if found is not None:
             break
     where, what = found if found is not None else ({}, f"largest vertex id {n - 1}")
