@@ -368,6 +368,14 @@ def _warmup(args):
     """``mst-dist warmup``: every CPU kernel (and with ``--gpu`` the GPU ones) compiled into the cache now."""
     from mst_dist.engine import warmup
 
+    if args.gpu:
+        from mst_dist import config
+        from mst_dist.kernels.gpu import GPU_INSTALL_HINT, GPUUnavailableError, gpu_ready
+
+        ok, reason = gpu_ready(config.get("gpu.array-module", None, "cupy"))
+        if not ok:
+            hint = "" if GPU_INSTALL_HINT in reason else f"; install the GPU extra: {GPU_INSTALL_HINT}"
+            raise GPUUnavailableError(f"warmup --gpu: this machine cannot run the GPU kernels: {reason}{hint}")
     parts = tuple(warmup.PARTS)
     fresh = not all(warmup.kernels_cached(k, p) for k in ("int64", "float64") for p in parts)
     t0 = time.perf_counter()

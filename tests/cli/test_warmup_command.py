@@ -43,3 +43,13 @@ def test_compile_event_logged_as_a_step(caplog, done):
     text = caplog.records[-1].getMessage()
     assert text.startswith("kernels compiled (once after install)" if done
                            else "compiling kernels \u2014 once after install")
+
+
+def test_warmup_gpu_without_a_gpu_says_what_to_install(capsys, monkeypatch):
+    from mst_dist.kernels import gpu
+
+    monkeypatch.setattr(gpu, "gpu_ready", lambda xp: (False, "CuPy is not installed (test)"))
+    assert cli.main(["warmup", "--gpu"]) == 2
+    err = capsys.readouterr().err
+    assert "warmup --gpu: this machine cannot run the GPU kernels: CuPy is not installed (test)" in err
+    assert "mst-dist[gpu]" in err
