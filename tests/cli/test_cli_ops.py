@@ -252,3 +252,17 @@ def test_quiet_memory_starved_run_is_one_line(tmp_path):
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("mst-dist: error: "), p.stderr[-3000:]
     assert "memory" in lines[0] and "--partitions" in lines[0] and "--stream" in lines[0]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("text, flags, rc, said", [
+    ("# nothing here\n", (), 2, "no edges: g.txt holds no edge rows"),
+    ("# nothing here\n", ("--allow-empty",), 0, "holds no edges: the forest is empty"),
+    ("0 1 1\n1 1099511627776 2\n", (), 2, "g.txt, line 2: vertex id 1099511627776 (target id)"),
+], ids=["empty", "empty-allowed", "huge-id"])
+def test_bad_inputs_refused_before_the_run(tmp_path, text, flags, rc, said):
+    (tmp_path / "g.txt").write_text(text)
+    p = run_cli("run", "--input", "g.txt", *flags, cwd=tmp_path, timeout=120)
+    assert p.returncode == rc, p.stderr
+    assert said in " ".join(p.stderr.split()), p.stderr
+    assert "Traceback" not in p.stderr
