@@ -103,7 +103,7 @@ def test_png_plot(tmp_path):
 
 @pytest.mark.parametrize("args, match", [
     (("--plot", "rounds.svg"), "--plot: plot 'rounds.svg': unknown file type '.svg'; supported: .html, .png"),
-    (("--report", "no/such/dir/r.json"), "--report: directory"),
+    (("--report", "no/such/dir/r.json"), "--report 'no/such/dir/r.json': directory"),
 ])
 def test_report_path_errors(tmp_path, args, match):
     p = run_cli("run", "--generate", "hypercube", "--d", "3", *args, cwd=tmp_path)
