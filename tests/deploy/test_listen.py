@@ -77,6 +77,21 @@ def test_embedded_default_listens_on_loopback(processes, dashboard):
     assert_loopback(socks, 3 if not processes else 7)
 
 
+def test_api_default_cluster_listens_on_loopback():
+    """minimum_spanning_forest(graph) without a client: the in-process cluster it starts (and keeps for
+    the next call) listens on loopback only."""
+    from mst_dist.deploy.local import close_shared
+
+    close_shared()
+    before = listening(os.getpid())
+    try:
+        assert mst_dist.minimum_spanning_forest(mst_dist.generate("grid", rows=10, cols=10)).n_forest_edges == 99
+        socks = listening(os.getpid()) - before
+    finally:
+        close_shared()
+    assert_loopback(socks, 2)  # the scheduler's web server and the worker's
+
+
 @pytest.mark.parametrize("processes", [False, pytest.param(True, marks=pytest.mark.slow)],
                          ids=["threads", "processes"])
 def test_cli_local_cluster_listens_on_loopback_and_links_to_it(processes):
