@@ -33,6 +33,7 @@ _LAZY = {
     "write_graph": ("io.writers", "write_graph"),
     "read_forest": ("io.writers", "read_forest_dataset"),
     "ClusterStalledError": ("engine.watchdog", "ClusterStalledError"),
+    "CheckpointMismatchError": ("engine.checkpoint", "CheckpointMismatchError"),
 }
 
 
@@ -60,6 +61,7 @@ __all__ = [
     "minimum_spanning_forest",
     "GPUUnavailableError",
     "ClusterStalledError",
+    "CheckpointMismatchError",
     "generate",
     "GENERATORS",
     "read",
