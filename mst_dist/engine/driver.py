@@ -650,12 +650,8 @@ class Driver:
         stats.solve_seconds = time.perf_counter() - st.t_solve
         t_fin = time.perf_counter()
         self._emit(round=st.rnd, phase="finish", components=0, edges=0)
-        # the CPU kernels' scratch: no solve follows, so it goes before the labels and rows are
-        # made (a lower peak), and a worker's memory after a run is back near where it began
-        try:
-            self.client.run(release_scratch)
-        except Exception:  # a worker gone since: its memory went with it
-            logger.debug("could not release the workers' scratch memory", exc_info=True)
+        if self.streaming:  # no solve follows: the scratch goes before the labels and rows are made
+            self._release_scratch(0)
         ids_f = self.builder.forest(st.rnd, st.chosen)
         if self.streaming:
             lab_f = self.client.submit(passes.vertex_labels, st.vmap, self.g.n_vertices,
@@ -681,6 +677,7 @@ class Driver:
                 self.client.run(tasks.forget_device_maps, workers=gpu_workers)
             except Exception:  # a worker gone since: its memory went with it
                 logger.debug("could not free the round maps on the GPU workers", exc_info=True)
+        self._release_scratch()  # a worker's memory after a run is back near where it began
         accounting.exact_bytes(self.client, stats.rounds, self.token, self.wall_start, self.n_workers)
         accounting.settle_overlaps(stats.rounds)
         self._publish("run-end", total_seconds=stats.total_seconds, n_rounds=stats.n_rounds,
@@ -691,6 +688,13 @@ class Driver:
                          total_weight=total, n_components=int(n_components), labels=labels,
                          n_vertices=self.g.n_vertices, n_edges=self.g.n_edges, stats=stats,
                          output=self.output, labels_output=self.labels_output, forest_edges=n_forest)
+
+    def _release_scratch(self, delay=None):
+        """Release the CPU kernels' scratch on the workers (see :func:`~mst_dist.engine.scratch.release_scratch`)."""
+        try:
+            self.client.run(release_scratch, delay)
+        except Exception:  # a worker gone since: its memory went with it
+            logger.debug("could not release the workers' scratch memory", exc_info=True)
 
     def _write_forest(self, st, ids_f):
         """The workers write the forest's rows as a Parquet dataset at ``output``, atomically.

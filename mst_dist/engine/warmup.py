@@ -74,6 +74,13 @@ def _pipeline(weight_dtype):
     rmap2, chosen1, _ = d.solve_local([o[0] for o in outs], rmap, n1, st, n, 1.5, 3.0)
     d.labels(n, rmap, rmap2)
     d.forest_ids(chosen0, chosen1)
+    # a streaming run's passes: the first (nothing relabelled) and a later one (relabelled, sliced)
+    from mst_dist.engine import passes
+
+    kept, _, _ = passes.pass_chunk(raws[0], 0, half, 0, n, False, None, None, None)
+    if len(kept):
+        lo = (int(kept.key[0]), int(kept.eid[0]))
+        passes.pass_chunk(raws[1], half, src.shape[0], half, n, False, np.arange(n) // 2, lo, None)
 
 
 def _local_pipeline(weight_dtype):
@@ -148,10 +155,10 @@ def _dispatchers():
     """The CPU kernels' Numba dispatchers that cache to disk, by qualified name."""
     from numba.core.registry import CPUDispatcher
 
-    from mst_dist.kernels.cpu import chunk, finish, phases, solve
+    from mst_dist.kernels.cpu import chunk, finish, phases, slicing, solve
 
     out = {}
-    for mod in (chunk, phases, solve, finish):
+    for mod in (chunk, phases, solve, finish, slicing):
         for name, obj in vars(mod).items():
             if isinstance(obj, CPUDispatcher) and obj._cache is not None and \
                     type(obj._cache).__name__ != "NullCache":
