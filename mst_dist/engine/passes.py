@@ -243,6 +243,8 @@ def compose(vmap, *maps):
     else:
         out = live[vmap]
     n = int(out.max()) + 1 if out is not None and out.shape[0] else 0
+    if out is not None and n <= np.iinfo(np.int32).max:
+        out = out.astype(np.int32, copy=False)  # half the memory, and a pass's relabelling reads less
     return out, n
 
 
@@ -270,4 +272,4 @@ def vertex_labels(vmap, n_vertices):
     """Canonical component labels (numbered by smallest vertex) and their count."""
     if vmap is None:
         vmap = np.arange(n_vertices, dtype=np.int64)
-    return host_kernels().labels([-(vmap + 1)], n_vertices)
+    return host_kernels().labels([-(vmap.astype(np.int64) + 1)], n_vertices)
