@@ -230,6 +230,9 @@ def _setup_logging(args, console=None):
         dask_level = logging.CRITICAL if level >= logging.ERROR else max(level, logging.WARNING)
         for name in ("distributed", "bokeh", "tornado"):
             logging.getLogger(name).setLevel(dask_level)
+        # Dask's dashboard allows websocket origins "*", of which Bokeh warns at every start; the
+        # dashboards mst-dist starts listen on loopback, and -vv still shows the warning
+        logging.getLogger("bokeh.server.util").setLevel(max(dask_level, logging.ERROR))
     quiet_engine_errors()
 
 
