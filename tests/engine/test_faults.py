@@ -30,9 +30,13 @@ def graph():
     return g, exp
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def kclient():
-    """Two worker processes with nannies: a killed worker is restarted."""
+    """Two worker processes with nannies: a killed worker is restarted.
+
+    A cluster of its own for each test: a worker killed in one test need not
+    have come back for the next one.
+    """
     from distributed import Client, LocalCluster
 
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
@@ -157,7 +161,7 @@ def test_no_worker_left_is_a_clear_error(graph):
 def test_worker_killed_in_each_phase(kclient, graph, phase, tmp_path):
     """SIGKILL the worker that starts the phase's first task: the same edge ids at the end."""
     g, exp = graph
-    kclient.wait_for_workers(2, timeout=180)  # the last test's victim restarted
+    kclient.wait_for_workers(2, timeout=120)
     flag = tmp_path / "killed"
     kclient.register_plugin(KillAtPhase(KILL_PHASES[phase], once=str(flag)), name="mst-test-kill")
     try:
