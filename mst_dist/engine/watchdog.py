@@ -1,8 +1,9 @@
 """Bounded waiting: notice a cluster on which no task can make progress, and say why.
 
 A run waits on futures; Dask waits as long as it takes.  When no worker can
-run anything -- none left (a nanny gave up, a batch job ended), or every one
-paused by its memory manager with nothing executing -- or when a task has
+run anything -- none left (a nanny gave up, a batch job ended), or nothing
+executing anywhere while a worker paused by its memory manager holds the
+run's next tasks -- or when a task has
 killed more workers than ``distributed.scheduler.allowed-failures`` allows,
 waiting longer helps nobody.  :class:`Watchdog` polls the scheduler from a
 background thread while a run waits; once no worker has been able to make
@@ -68,16 +69,24 @@ def stalled_from_killed(exc):
 
 
 def _progress_state(workers):
-    """``(progress possible, cause)`` from the scheduler's worker identities."""
+    """``(progress possible, cause)`` from the scheduler's worker identities.
+
+    Progress is possible while a task executes somewhere, or while every
+    worker runs (between tasks).  With nothing executing anywhere and a
+    worker paused by its memory manager, the run's next tasks may be held by
+    that worker, which will not start them (a running worker does not take
+    them over): that, lasting the stall timeout, is a stall too.
+    """
     if not workers:
         return False, "no-workers"
+    paused = False
     for w in workers.values():
-        if w.get("status") in _RUNNING:
-            return True, None
         counts = (w.get("metrics") or {}).get("task_counts") or {}
         if counts.get("executing", 0) or counts.get("long-running", 0):
             return True, None  # a paused worker still finishes the tasks it runs
-    return False, "paused"
+        if w.get("status") not in _RUNNING:
+            paused = True
+    return (False, "paused") if paused else (True, None)
 
 
 def _message(cause, waited, workers):
@@ -92,7 +101,10 @@ def _message(cause, waited, workers):
             used = (w.get("metrics") or {}).get("memory")
             if limit and used is not None:
                 mem.append(f"{used / 2**20:.0f} of {limit / 2**20:.0f} MiB")
-        head = (f"every worker ({len(workers)}) has been paused by its memory manager for {waited:.0f} s "
+        n_paused = sum(1 for w in workers.values() if w.get("status") not in _RUNNING)
+        who = f"every worker ({len(workers)}) has" if n_paused == len(workers) else \
+            f"{n_paused} of {len(workers)} workers, holding the run's next tasks, have"
+        head = (f"{who} been paused by the memory manager for {waited:.0f} s "
                 f"with no task running" + (f" (process memory {', '.join(mem)})" if mem else ""))
         hint = "the workers hold more than distributed.worker.memory.pause of their memory limit"
     return f"the cluster cannot make progress: {head}; {hint}. To go on, {ADVICE}."
