@@ -229,6 +229,14 @@ def solve_local(chunks, rmap, n_comp, prev, n_vertices, light_factor, min_degree
     """
     kern = kernels_for(backend)
     t0 = time.perf_counter()
+    if raw_offsets is not None and rmap is None and prev is None and hasattr(kern, "solve_raw"):
+        # the CPU solves the raw chunks where they lie: no prepared copy of every edge
+        sol, prep = kern.solve_raw(chunks, raw_offsets, n_vertices, light_factor=light_factor,
+                              min_degree=min_degree, on_round=round_reporter())
+        rec = LocalRecord(kind=kern.name, prepare=prep, solve=time.perf_counter() - t0 - prep,
+                          edges_in=int(sum(r[0].shape[0] for r in chunks)), finished_total=sol.n_finished,
+                          forest_edges=int(sol.chosen.shape[0]), trace=list(sol.rounds), h2d=0, d2h=0)
+        return (sol.M, 0), sol.chosen, rec
     if raw_offsets is not None:
         ch = kern.prepare_many(chunks, raw_offsets, n_vertices)
     else:

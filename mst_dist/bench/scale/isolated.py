@@ -133,7 +133,10 @@ def _one_run(spec, client, arrays):
            "streamed": bool(st.streamed), "passes": [p.to_dict() for p in st.passes],
            "n_rounds": st.n_rounds, "setup_seconds": st.setup_seconds, "solve_seconds": st.solve_seconds,
            "finish_seconds": st.finish_seconds, "partitions": st.partitions, "workers": st.workers,
-           "threads": st.threads}
+           "threads": st.threads,
+           # what the caller gets back: forest ids and rows, component labels
+           "result_bytes": int(sum(a.nbytes for a in (res.edge_ids, res.src, res.dst, res.weight, res.labels)
+                                   if a is not None))}
     del res, graph
     return rec
 

@@ -10,7 +10,9 @@ runs the method and its worker processes, if any), sampled every
   (cluster started, kernels primed);
 - *bytes/edge*: the absolute peak / m, and the peak above the baseline / m;
 - *engine's own bytes/edge beyond the arrays* (graphs from arrays only):
-  ``(peak - RSS with the caller's arrays loaded) / m``.
+  ``(peak - RSS with the caller's arrays loaded) / m``; *of which the result*:
+  the bytes of what the call returns (forest ids and rows, component labels)
+  / m, which the peak necessarily includes.
 """
 from __future__ import annotations
 
@@ -54,6 +56,7 @@ def _row(g, meth, r):
         "bytes_per_edge": per_edge(peak),
         "above_baseline_per_edge": per_edge(None if peak is None or base is None else peak - base),
         "engine_bytes_per_edge": per_edge(None if peak is None or arr is None else peak - arr),
+        "result_bytes_per_edge": per_edge(best.get("result_bytes")),
         "streamed": best.get("streamed"),
         "passes": len(passes),
         "edges_kept": sum(p["edges_kept"] for p in passes) if best.get("streamed") else None,
@@ -216,7 +219,7 @@ def format_scale_report(report):
     lines.append("")
     hdr = ["graph", "m", "method", "cluster", "seconds", "peak RSS GiB (tree, absolute)",
            "peak above baseline GiB", "bytes/edge (absolute peak / m)", "bytes/edge (above baseline)",
-           "engine's own bytes/edge beyond the arrays", "edges kept by passes", "agree"]
+           "engine's own bytes/edge beyond the arrays", "of which the result", "edges kept by passes", "agree"]
     lines.append("| " + " | ".join(hdr) + " |")
     lines.append("|" + "|".join(["---", "---:", "---", "---"] + ["---:"] * (len(hdr) - 5) + ["---"]) + "|")
     for r in s["rows"]:
@@ -224,9 +227,10 @@ def format_scale_report(report):
         secs = _fmt_s(r["seconds"]) if ok else f"**{_STATUS_CELL.get(r['status'], r['status'])}**"
         if ok:
             mem_cells = [_fmt(r["peak_gib"]), _fmt(r["above_baseline_gib"]), _fmt(r["bytes_per_edge"], 1),
-                         _fmt(r["above_baseline_per_edge"], 1), _fmt(r["engine_bytes_per_edge"], 1)]
+                         _fmt(r["above_baseline_per_edge"], 1), _fmt(r["engine_bytes_per_edge"], 1),
+                         _fmt(r["result_bytes_per_edge"], 1) if r["engine_bytes_per_edge"] is not None else "–"]
         else:  # what the tree reached before it ended
-            mem_cells = [f"({r['lifetime_peak_gib']:.2f} seen)", "–", "–", "–", "–"]
+            mem_cells = [f"({r['lifetime_peak_gib']:.2f} seen)", "–", "–", "–", "–", "–"]
         kept = "–" if r["edges_kept"] is None else f"{_fmt_m(r['edges_kept'])} in {r['passes']} pass" + (
             "es" if r["passes"] != 1 else "")
         agree = {True: "yes", False: "**NO**", None: "–"}[r["agree"]]

@@ -8,7 +8,8 @@ Modules, one per part of the work:
   **filter-edges** fused in), **merge**, **contract**, **filter-nodes**,
   **filter-edges**, the light/heavy split;
 - :mod:`.slicing` -- a streaming pass's filter over raw edges, fused;
-- :mod:`.solve` -- the parallel single-task solve (every phase, in a loop);
+- :mod:`.solve` -- the parallel single-task solve (every phase, in a loop), also
+  straight over raw chunks (``solve_raw``: no prepared copy of every edge);
 - :mod:`.finish` -- round maps composed into labels, the forest's ids and rows.
 
 This module is the backend object :func:`mst_dist.kernels.backend` returns
@@ -35,7 +36,7 @@ from mst_dist.kernels.cpu.finish import compose_maps, forest_ids, labels, take_r
 from mst_dist.kernels.cpu.phases import (  # noqa: E402
     contract, filter_edges, filter_nodes, map, merge, sample, split_light)
 from mst_dist.kernels.cpu.slicing import slice_edges  # noqa: E402
-from mst_dist.kernels.cpu.solve import solve_local  # noqa: E402
+from mst_dist.kernels.cpu.solve import solve_local, solve_raw  # noqa: E402
 
 __all__ = [
     # the contract
@@ -43,7 +44,7 @@ __all__ = [
     "filter_nodes", "filter_edges", "split_light", "slice_edges", "sample", "solve_local", "compose_maps", "labels",
     "forest_ids", "to_device", "synchronize",
     # helpers of the other layers
-    "ARENA", "alloc_soa", "empty", "first_invalid_edge", "id_dtype", "take_rows", "weight_keys",
+    "ARENA", "alloc_soa", "empty", "first_invalid_edge", "id_dtype", "solve_raw", "take_rows", "weight_keys",
 ]
 
 #: The backend's name and array module.

@@ -18,10 +18,10 @@ import numpy as np
 from numba import njit, prange
 
 from mst_dist.kernels.contract import Chunk, packing_for, to_host
-from mst_dist.kernels.cpu.arena import blocks, nthreads
+from mst_dist.kernels.cpu.arena import alloc_soa, blocks, nthreads
 from mst_dist.kernels.cpu.chunk import id_dtype, weight_keys
 
-__all__ = ["slice_edges"]
+__all__ = ["slice_edges", "slice_many"]
 
 _SIGN = np.uint64(1 << 63)
 
@@ -94,6 +94,38 @@ def _write(src, dst, w, mode, vmap, relabel, offset, has_lo, lk, le, has_hi, hk,
                 j += 1
 
 
+@njit(parallel=True, nogil=True, cache=True)
+def _mark(src, dst, w, mode, vmap, relabel, offset, has_lo, lk, le, has_hi, hk, he, bounds, keep):
+    """:func:`_count`, also marking each kept edge in ``keep`` (so the write reads only those)."""
+    T = bounds.shape[0] - 1
+    counts = np.zeros(T, np.int64)
+    for t in prange(T):
+        c = 0
+        for i in range(bounds[t], bounds[t + 1]):
+            a, b = _ends(src, dst, vmap, relabel, i)
+            ok = _kept(a, b, _key(w, i, mode), offset + i, has_lo, lk, le, has_hi, hk, he)
+            keep[i] = ok
+            if ok:
+                c += 1
+        counts[t] = c
+    return counts
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def _write_marked(src, dst, w, mode, vmap, relabel, offset, bounds, keep, starts, u, v, k, e):
+    T = bounds.shape[0] - 1
+    for t in prange(T):
+        j = starts[t]
+        for i in range(bounds[t], bounds[t + 1]):
+            if keep[i]:
+                a, b = _ends(src, dst, vmap, relabel, i)
+                u[j] = a
+                v[j] = b
+                k[j] = _key(w, i, mode)
+                e[j] = offset + i
+                j += 1
+
+
 def _weights(w):
     """``(array, mode)``: how the kernel reads the weights (no copy for the common dtypes)."""
     k = w.dtype.kind
@@ -113,6 +145,25 @@ def _ids(a):
     return a
 
 
+def _bounds(lo, hi):
+    has_lo, has_hi = lo is not None, hi is not None
+    lk, le = (np.uint64(lo[0]), np.int64(lo[1])) if has_lo else (np.uint64(0), np.int64(0))
+    hk, he = (np.uint64(hi[0]), np.int64(hi[1])) if has_hi else (np.uint64(0), np.int64(0))
+    return has_lo, lk, le, has_hi, hk, he
+
+
+def _args(raw, offset, vmap, lo, hi):
+    """The kernels' arguments for one raw chunk (the weights read in place where the dtype allows)."""
+    src, dst, w = (to_host(a) for a in raw[:3])
+    src, dst = _ids(src), _ids(dst)
+    wk, mode = _weights(w)
+    m = src.shape[0]
+    relabel = vmap is not None
+    vm = to_host(vmap) if relabel else np.zeros(1, np.int64)
+    bounds = blocks(m, max(1, min(nthreads() * 4, m // 65536 + 1)))
+    return (src, dst, wk, mode, vm, relabel, np.int64(offset), *_bounds(lo, hi), bounds), w.dtype
+
+
 def slice_edges(raw, offset, n_vertices, vmap=None, lo=None, hi=None):
     """The edges of ``raw`` in the slice ``lo < (key, eid) <= hi`` that join two components.
 
@@ -122,17 +173,7 @@ def slice_edges(raw, offset, n_vertices, vmap=None, lo=None, hi=None):
     ``(key, eid)``; ``None`` for no bound.  Returns a plain host chunk,
     edges in their raw order, arrays of exactly the kept size.
     """
-    src, dst, w = (to_host(a) for a in raw[:3])
-    src, dst = _ids(src), _ids(dst)
-    wk, mode = _weights(w)
-    m = src.shape[0]
-    relabel = vmap is not None
-    vm = to_host(vmap) if relabel else np.zeros(1, np.int64)
-    has_lo, has_hi = lo is not None, hi is not None
-    lk, le = (np.uint64(lo[0]), np.int64(lo[1])) if has_lo else (np.uint64(0), np.int64(0))
-    hk, he = (np.uint64(hi[0]), np.int64(hi[1])) if has_hi else (np.uint64(0), np.int64(0))
-    bounds = blocks(m, max(1, min(nthreads() * 4, m // 65536 + 1)))
-    args = (src, dst, wk, mode, vm, relabel, np.int64(offset), has_lo, lk, le, has_hi, hk, he, bounds)
+    args, wdtype = _args(raw, offset, vmap, lo, hi)
     counts = _count(*args)
     starts = np.zeros(counts.shape[0], np.int64)
     np.cumsum(counts[:-1], out=starts[1:])
@@ -142,4 +183,30 @@ def slice_edges(raw, offset, n_vertices, vmap=None, lo=None, hi=None):
     k, e = np.empty(n, np.uint64), np.empty(n, np.int64)
     if n:
         _write(*args, starts, u, v, k, e)
-    return Chunk(u, v, k, e, packing=packing_for(w.dtype))
+    return Chunk(u, v, k, e, packing=packing_for(wdtype))
+
+
+def slice_many(raws, offsets, n_vertices, vmap=None, lo=None, hi=None):
+    """:func:`slice_edges` of several raw chunks into one chunk, chunks in the given order.
+
+    Each chunk is counted, then written straight to its place in one
+    skewed buffer from the scratch arena (:func:`.arena.alloc_soa`): no
+    per-chunk arrays, no concatenated copy.  The single-task solve over the
+    caller's arrays (:func:`.solve.solve_raw`) slices with it.
+    """
+    work = [_args(r, off, vmap, lo, hi) for r, off in zip(raws, offsets)]
+    # mark the kept edges (one read of every edge), then write only those: a pass that keeps
+    # few edges reads the rest once, not twice (the marks cost a byte an edge while they live)
+    marks = [np.empty(a[0].shape[0], np.bool_) for a, _ in work]
+    counts = [_mark(*a, mk) for (a, _), mk in zip(work, marks)]
+    idt = id_dtype(n_vertices)
+    u, v, k, e = alloc_soa(int(sum(int(c.sum()) for c in counts)), [idt, idt, np.uint64, np.int64])
+    pos = 0
+    for (a, _), mk, cnt in zip(work, marks, counts):
+        starts = np.zeros(cnt.shape[0], np.int64)
+        np.cumsum(cnt[:-1], out=starts[1:])
+        if int(cnt.sum()):
+            _write_marked(*a[:7], a[13], mk, starts + pos, u, v, k, e)
+        pos += int(cnt.sum())
+    packings = {packing_for(d) for _, d in work}
+    return Chunk(u, v, k, e, packing=packings.pop() if len(packings) == 1 else "rank")

@@ -12,11 +12,13 @@ from numba import njit, prange
 
 from mst_dist.kernels.contract import RoundTrace, SolveRound, Solution
 from mst_dist.kernels.cpu.arena import alloc_soa, blocks, empty, nthreads
-from mst_dist.kernels.cpu.chunk import adopt
+from mst_dist.kernels.contract import to_host
+from mst_dist.kernels.cpu.chunk import adopt, id_dtype, weight_keys
 from mst_dist.kernels.cpu.finish import compose_maps
 from mst_dist.kernels.cpu.phases import KMAX, jump, number
+from mst_dist.kernels.cpu.slicing import slice_many
 
-__all__ = ["solve_local"]
+__all__ = ["solve_local", "solve_raw"]
 
 
 @njit(parallel=True, nogil=True, cache=True)
@@ -263,6 +265,136 @@ def _sample_threshold(S, n_light, rng):
     return ks[j], es[j]
 
 
+class _Solver:
+    """The state of one single-task solve: scratch, round maps, chosen edges, the trace.
+
+    :meth:`boruvka` runs rounds on a segmented edge set; :meth:`light_pass`
+    solves a light slice and gives the map of the whole pass; :meth:`run`
+    is the loop of :func:`solve_local` (light passes while the edges are
+    many per component, then rounds to the end).
+    """
+
+    def __init__(self, n_comp, finished_offset, id_dtype, light_factor, min_degree, dedupe, seed, on_round):
+        self.T = T = max(1, nthreads())
+        self.rng = np.random.default_rng(seed)
+        self.trace = RoundTrace(on_round)  # on_round hears of each round as it ends
+        self.light_factor, self.min_degree, self.dedupe = light_factor, min_degree, dedupe
+        # scratch reused by every round (fresh allocations would page-fault each round)
+        n0 = max(1, int(n_comp))
+        self.bk_buf = empty(T * n0, np.uint64)
+        self.be_buf = empty(T * n0, np.int64)
+        self.bo_buf = empty(T * n0, id_dtype)
+        self.work = (empty(n0, np.int64), empty(n0, np.bool_))
+        self.maps = []          # round maps, input comp space first
+        self.ch_buf = empty(n0, np.int64)  # every round's chosen edge ids, back to back
+        self.n_chosen = 0
+        self.n_cur = int(n_comp)
+        self.fin = int(finished_offset)
+
+    def boruvka(self, S, finish):
+        """Rounds until no edge is left in ``S`` (``finish=False``: a light pass); the round maps."""
+        T, trace = self.T, self.trace
+        local_maps = []
+        while True:
+            n_cur = self.n_cur
+            m_before = S.m
+            if m_before == 0 and not finish:
+                break
+            t0 = time.perf_counter()
+            bk = self.bk_buf[:T * n_cur].reshape(T, n_cur)
+            be = self.be_buf[:T * n_cur].reshape(T, n_cur)
+            bo = self.bo_buf[:T * n_cur].reshape(T, n_cur)
+            _p_best(S.u, S.v, S.key, S.eid, S.seg, S.cnt, np.int64(n_cur), bk, be, bo)
+            t1 = time.perf_counter()
+            M = empty(n_cur, np.int64)
+            n_ch, n_next, n_f = _p_reduce_contract(bk, be, bo, np.int64(n_cur), np.int64(self.fin),
+                                                   bool(finish), self.work[0][:n_cur], self.work[1][:n_cur], M,
+                                                   self.ch_buf[self.n_chosen:])
+            self.n_chosen += int(n_ch)
+            n_next = int(n_next)
+            t3 = time.perf_counter()
+            local_maps.append(M)
+            if n_next:
+                _p_relabel(S.u, S.v, S.key, S.eid, S.seg, S.cnt, M)
+                if self.dedupe > 0 and S.m > self.dedupe * n_next:
+                    _p_dedupe(S.u, S.v, S.key, S.eid, S.seg, S.cnt)
+            else:
+                S.cnt[:] = 0
+            t4 = time.perf_counter()
+            # merge, contract and filter-nodes are one fused kernel here
+            trace.append(SolveRound(n_cur, n_next, m_before, S.m, int(n_ch),
+                                    {"map": t1 - t0, "contract": t3 - t1, "filter-edges": t4 - t3},
+                                    light=not finish))
+            self.fin += int(n_f)
+            self.n_cur = n_next
+            if n_next == 0 or (not finish and S.m == 0):
+                break
+        return local_maps
+
+    def light_pass(self, L, split_seconds):
+        """Solve the light edges ``L``; the map of the whole pass (``None``: no round ran).
+
+        ``split_seconds``: the time it took to set ``L`` apart, counted as
+        the first light round's filter-edges (as on the GPU).
+        """
+        first = len(self.trace)
+        lmaps = self.boruvka(L, False)
+        if len(self.trace) > first:
+            ps = self.trace[first].phase_seconds
+            ps["filter-edges"] = ps.get("filter-edges", 0.0) + split_seconds
+        if not lmaps:
+            return None
+        P = lmaps[0].copy()
+        for Mx in lmaps[1:]:
+            _p_compose_forward(P, Mx)
+        self.maps.append(P)
+        return P
+
+    def heavy_relabelled(self, n_before, m_before, t0, S):
+        """Record the relabelling of the heavy edges after a light pass (a filter pass)."""
+        if self.dedupe > 0 and S.m > self.dedupe * self.n_cur:
+            _p_dedupe(S.u, S.v, S.key, S.eid, S.seg, S.cnt)
+        self.trace.append(SolveRound(n_before, self.n_cur, m_before, S.m, 0,
+                                     {"filter-edges": time.perf_counter() - t0}, filter_pass=True))
+
+    def dense(self, m):
+        return self.n_cur and m > self.min_degree * self.n_cur and self.light_factor > 0
+
+    def run(self, S):
+        """Light passes while ``S`` is dense, then rounds until every component is finished."""
+        T = self.T
+        while self.dense(S.m):
+            t_split = time.perf_counter()
+            tk, te = _sample_threshold(S, self.light_factor * self.n_cur, self.rng)
+            lc = _p_count_light(S.key, S.eid, S.seg, S.cnt, tk, te)
+            nl = int(lc.sum())
+            lu, lv, lk, le = alloc_soa(nl, [S.u.dtype, S.v.dtype, np.uint64, np.int64])
+            lseg = np.concatenate([[0], np.cumsum(lc)[:-1]]).astype(np.int64)
+            lcnt = np.zeros(T, np.int64)
+            _p_split(S.u, S.v, S.key, S.eid, S.seg, S.cnt, tk, te, lu, lv, lk, le, lseg, lcnt)
+            L = _Segments(lu, lv, lk, le, T)
+            L.seg, L.cnt = lseg, lcnt
+            n_before = self.n_cur
+            P = self.light_pass(L, time.perf_counter() - t_split)
+            del L, lu, lv, lk, le
+            if P is not None:  # relabel the heavy edges once, for the whole light pass
+                t0 = time.perf_counter()
+                m_h = S.m
+                _p_relabel(S.u, S.v, S.key, S.eid, S.seg, S.cnt, P)
+                self.heavy_relabelled(n_before, m_h, t0, S)
+        self.maps.extend(self.boruvka(S, True))
+
+    def solution(self, n_comp, finished_offset):
+        """The maps composed back to the input component space: filter-nodes' bookkeeping."""
+        if not self.maps:
+            M = -(np.arange(int(n_comp), dtype=np.int64) + int(finished_offset) + 1)
+            return Solution(M, np.zeros(0, np.int64), int(n_comp), self.trace)
+        t0 = time.perf_counter()
+        final = compose_maps(self.maps)
+        self.trace[-1].phase_seconds["filter-nodes"] = time.perf_counter() - t0
+        return Solution(final, self.ch_buf[:self.n_chosen], self.fin - int(finished_offset), self.trace)
+
+
 def solve_local(chunk, n_comp, finished_offset=0, *, relabel=None, light_factor=1.5,
                 min_degree=3.0, dedupe=0.0, seed=0, on_round=None):
     """The whole forest of one chunk in this process (roles: all five, in a loop).
@@ -285,111 +417,87 @@ def solve_local(chunk, n_comp, finished_offset=0, *, relabel=None, light_factor=
     Returns a :class:`~mst_dist.kernels.contract.Solution`.
     """
     chunk = adopt(chunk)
-    u, v, key, eid = chunk.u, chunk.v, chunk.key, chunk.eid
-    T = max(1, nthreads())
-    rng = np.random.default_rng(seed)
-    S = _Segments(u, v, key, eid, T)
-    trace = RoundTrace(on_round)  # on_round hears of each round as it ends
+    sv = _Solver(n_comp, finished_offset, chunk.u.dtype, light_factor, min_degree, dedupe, seed, on_round)
+    S = _Segments(chunk.u, chunk.v, chunk.key, chunk.eid, sv.T)
     if relabel is not None:
         t0 = time.perf_counter()
         m_before = S.m
         _p_relabel(S.u, S.v, S.key, S.eid, S.seg, S.cnt, relabel)
-        trace.append(SolveRound(int(relabel.shape[0]), int(n_comp), m_before, S.m, 0,
-                                {"filter-edges": time.perf_counter() - t0}, filter_pass=True))
-    # scratch reused by every round (fresh allocations would page-fault each round)
-    n0 = max(1, int(n_comp))
-    bk_buf = empty(T * n0, np.uint64)
-    be_buf = empty(T * n0, np.int64)
-    bo_buf = empty(T * n0, u.dtype)
-    work = (empty(n0, np.int64), empty(n0, np.bool_))
-    maps = []          # round maps, input comp space first
-    ch_buf = empty(n0, np.int64)  # every round's chosen edge ids, back to back
-    n_chosen = [0]
-    n_cur = int(n_comp)
-    fin = int(finished_offset)
+        sv.trace.append(SolveRound(int(relabel.shape[0]), int(n_comp), m_before, S.m, 0,
+                                   {"filter-edges": time.perf_counter() - t0}, filter_pass=True))
+    sv.run(S)
+    return sv.solution(n_comp, finished_offset)
 
-    def boruvka(S, n_cur, finish, fin):
-        """Rounds until no edge is left in S; returns (n_cur, fin, maps)."""
-        local_maps = []
-        while True:
-            m_before = S.m
-            if m_before == 0 and not finish:
-                break
-            t0 = time.perf_counter()
-            bk = bk_buf[:T * n_cur].reshape(T, n_cur)
-            be = be_buf[:T * n_cur].reshape(T, n_cur)
-            bo = bo_buf[:T * n_cur].reshape(T, n_cur)
-            _p_best(S.u, S.v, S.key, S.eid, S.seg, S.cnt, np.int64(n_cur), bk, be, bo)
-            t1 = time.perf_counter()
-            M = empty(n_cur, np.int64)
-            n_ch, n_next, n_f = _p_reduce_contract(bk, be, bo, np.int64(n_cur), np.int64(fin),
-                                                   bool(finish), work[0][:n_cur], work[1][:n_cur], M,
-                                                   ch_buf[n_chosen[0]:])
-            n_chosen[0] += int(n_ch)
-            n_next = int(n_next)
-            n_f = int(n_f)
-            t3 = time.perf_counter()
-            local_maps.append(M)
-            if n_next:
-                _p_relabel(S.u, S.v, S.key, S.eid, S.seg, S.cnt, M)
-                if dedupe > 0 and S.m > dedupe * n_next:
-                    _p_dedupe(S.u, S.v, S.key, S.eid, S.seg, S.cnt)
-            else:
-                S.cnt[:] = 0
-            t4 = time.perf_counter()
-            # merge, contract and filter-nodes are one fused kernel here
-            trace.append(SolveRound(n_cur, n_next, m_before, S.m, int(n_ch),
-                                    {"map": t1 - t0, "contract": t3 - t1, "filter-edges": t4 - t3},
-                                    light=not finish))
-            fin += n_f
-            n_cur = n_next
-            if n_cur == 0 or (not finish and S.m == 0):
-                break
-        return n_cur, fin, local_maps
 
-    while True:
-        m = S.m
-        if n_cur and m > min_degree * n_cur and light_factor > 0:
-            t_split = time.perf_counter()
-            tk, te = _sample_threshold(S, light_factor * n_cur, rng)
-            lc = _p_count_light(S.key, S.eid, S.seg, S.cnt, tk, te)
-            nl = int(lc.sum())
-            lu, lv, lk, le = alloc_soa(nl, [S.u.dtype, S.v.dtype, np.uint64, np.int64])
-            lseg = np.concatenate([[0], np.cumsum(lc)[:-1]]).astype(np.int64)
-            lcnt = np.zeros(T, np.int64)
-            _p_split(S.u, S.v, S.key, S.eid, S.seg, S.cnt, tk, te, lu, lv, lk, le, lseg, lcnt)
-            L = _Segments(lu, lv, lk, le, T)
-            L.seg, L.cnt = lseg, lcnt
-            n_before = n_cur
-            split_s = time.perf_counter() - t_split
-            first = len(trace)
-            n_cur, fin, lmaps = boruvka(L, n_cur, False, fin)
-            if len(trace) > first:  # the light/heavy split is the light pass's filter-edges, as on the GPU
-                ps = trace[first].phase_seconds
-                ps["filter-edges"] = ps.get("filter-edges", 0.0) + split_s
-            del L, lu, lv, lk, le
-            if lmaps:
-                # one map for the whole light pass, then relabel the heavy edges once
-                P = lmaps[0].copy()
-                for Mx in lmaps[1:]:
-                    _p_compose_forward(P, Mx)
-                maps.append(P)
-                t0 = time.perf_counter()
-                m_h = S.m
-                _p_relabel(S.u, S.v, S.key, S.eid, S.seg, S.cnt, P)
-                if dedupe > 0 and S.m > dedupe * n_cur:
-                    _p_dedupe(S.u, S.v, S.key, S.eid, S.seg, S.cnt)
-                trace.append(SolveRound(n_before, n_cur, m_h, S.m, 0,
-                                        {"filter-edges": time.perf_counter() - t0}, filter_pass=True))
-            continue
-        n_cur, fin, fmaps = boruvka(S, n_cur, True, fin)
-        maps.extend(fmaps)
-        break
-    if not maps:
-        M = -(np.arange(int(n_comp), dtype=np.int64) + int(finished_offset) + 1)
-        return Solution(M, np.zeros(0, np.int64), int(n_comp), trace)
-    # compose the maps back to the input component space: filter-nodes' bookkeeping
+def _raw_threshold(raws, offsets, n_light, m, rng, samples=8192):
+    """A (key, eid) threshold with about ``n_light`` of the ``m`` raw edges at or below it (sampled).
+
+    Self-loops in the sample are left out (they never enter a slice).
+    """
+    pos = np.sort(rng.integers(0, m, min(m, samples)))
+    ends = np.cumsum([r[0].shape[0] for r in raws])
+    part = np.searchsorted(ends, pos, side="right")
+    ks, es = [], []
+    for i, (r, off) in enumerate(zip(raws, offsets)):
+        loc = pos[part == i] - (ends[i] - r[0].shape[0])
+        if loc.shape[0]:
+            keep = to_host(r[0])[loc] != to_host(r[1])[loc]
+            loc = loc[keep]
+            ks.append(weight_keys(to_host(r[2])[loc]))
+            es.append(loc + np.int64(off))
+    ks = np.concatenate(ks) if ks else np.zeros(0, np.uint64)
+    es = np.concatenate(es) if es else np.zeros(0, np.int64)
+    if not ks.shape[0]:
+        return None
+    order = np.lexsort((es, ks))
+    q = min(ks.shape[0] - 1, max(0, int(ks.shape[0] * n_light / m)))
+    return ks[order[q]], es[order[q]]
+
+
+def solve_raw(raws, offsets, n_vertices, *, light_factor=1.5, min_degree=3.0, dedupe=0.0, seed=0,
+              on_round=None):
+    """The whole forest of raw chunks in this process, read where they lie (roles: all five).
+
+    ``raws``: ``(src, dst, weight)`` chunks (the caller's arrays, or views of
+    them), edge ``i`` of chunk ``j`` having the id ``offsets[j] + i``.  No
+    working copy of every edge is made: on a dense graph (more than
+    ``min_degree`` edges per vertex) the light pass slices the about
+    ``light_factor * n`` lightest edges out of the raw chunks
+    (:func:`.slicing.slice_many`: keys, bounds and self-loops in one read),
+    solves them, then slices the heavy edges that still join two
+    components, relabelled; a sparse graph is sliced whole.  Either way the
+    rest is :func:`solve_local`'s loop.  Same result as ``solve_local`` on
+    the prepared chunks.  Returns ``(Solution, prepare_seconds)``: the time
+    the first slice took, when it is the whole graph (else it is the light
+    pass's filter-edges).
+    """
+    raws = [tuple(to_host(a) for a in r[:3]) for r in raws]
+    n = int(n_vertices)
+    idt = id_dtype(n)
+    sv = _Solver(n, 0, idt, light_factor, min_degree, dedupe, seed, on_round)
+    m = int(sum(r[0].shape[0] for r in raws))
     t0 = time.perf_counter()
-    final = compose_maps(maps)
-    trace[-1].phase_seconds["filter-nodes"] = time.perf_counter() - t0
-    return Solution(final, ch_buf[:n_chosen[0]], fin - int(finished_offset), trace)
+    lo = hi = None
+    if sv.dense(m):
+        hi = _raw_threshold(raws, offsets, light_factor * n, m, sv.rng)
+    if hi is None:
+        ch = slice_many(raws, offsets, n)
+        prepare = time.perf_counter() - t0
+        S = _Segments(ch.u, ch.v, ch.key, ch.eid, sv.T)
+    else:
+        ch = slice_many(raws, offsets, n, hi=hi)
+        L = _Segments(ch.u, ch.v, ch.key, ch.eid, sv.T)
+        del ch
+        P = sv.light_pass(L, time.perf_counter() - t0)
+        del L
+        t0 = time.perf_counter()
+        if P is not None and idt == np.int32:
+            P = P.astype(np.int32)  # the heavy slice looks every end up: half the bytes to cache
+        ch = slice_many(raws, offsets, n, vmap=P, lo=hi)
+        S = _Segments(ch.u, ch.v, ch.key, ch.eid, sv.T)
+        if P is not None:
+            sv.heavy_relabelled(n, m, t0, S)
+        prepare = 0.0
+    del ch
+    sv.run(S)
+    return sv.solution(n, 0), prepare
