@@ -27,7 +27,8 @@ __all__ = ["METHODS", "GPU_METHODS", "COLD_METHODS", "ALL_METHODS", "DEFAULT_TAR
 
 #: CPU methods in the order they run on each graph (what a config without
 #: ``methods`` runs).
-METHODS = ("engine", "engine-distributed", "kernels-loop", "kernels-loop-dedupe", "scipy", "rustworkx")
+METHODS = ("engine", "engine-no-client", "engine-distributed", "kernels-loop", "kernels-loop-dedupe", "scipy",
+           "rustworkx")
 
 #: Methods that need a CUDA GPU; run after the CPU ones, in this order.
 GPU_METHODS = ("engine-gpu", "cugraph")

@@ -40,7 +40,8 @@ def test_run_bench_tiny_all_methods_agree(tmp_path):
         assert len(set(weights.values())) == 1, (g["name"], weights)
         assert len({v["forest_edges"] for v in meths.values()}) == 1, g["name"]
         # the engine, the distributed engine and the kernel loop pick the same edge ids
-        assert len({meths[k]["edge_ids_crc32"] for k in ("engine", "engine-distributed", "kernels-loop")}) == 1
+        assert len({meths[k]["edge_ids_crc32"]
+                    for k in ("engine", "engine-no-client", "engine-distributed", "kernels-loop")}) == 1
         assert g["agree"] and not g["problems"]
         assert g["total_weight"] == weights["scipy"]
         for k, v in meths.items():
@@ -56,7 +57,9 @@ def test_run_bench_tiny_all_methods_agree(tmp_path):
     assert data["cluster"]["start_seconds"] > 0
     assert data["machine"]["cpu_count"] >= 1 and data["versions"]["scipy"]
     assert "geometric mean" in md and "Targets" in md
-    assert len(data["summary"]["min"]["targets"]) == 4
+    # the four CPU targets, and three of them again for the call without a client
+    assert len(data["summary"]["min"]["targets"]) == 7
+    assert "engine without a client s" in md
     assert report["markdown"] == md
 
 
@@ -96,7 +99,8 @@ def test_dedupe_config_validates():
 @pytest.mark.parametrize("name", ["bench-cpu.yaml", "bench-small.yaml"])
 def test_shipped_configs_validate(name):
     cfg = bench.load_config(os.path.join(ROOT, "configs", name))
-    assert cfg["methods"] == ["engine", "engine-distributed", "kernels-loop", "scipy", "rustworkx", "cold"]
+    assert cfg["methods"] == ["engine", "engine-no-client", "engine-distributed", "kernels-loop", "scipy",
+                              "rustworkx", "cold"]
     assert len(cfg["graphs"]) == 5
     kinds = {g["generate"]["kind"] for g in cfg["graphs"]}
     assert kinds == {"erdos_renyi", "circulant", "grid", "caveman", "rmat"}
