@@ -96,13 +96,96 @@ def _local_pipeline(weight_dtype):
     d.labels(n, rmap)
     ids = d.forest_ids(chosen)
     d.chosen_rows(raws[0], 0, ids)
-    # labels of a graph large enough for the parallel numbering (at least 2 threads' worth)
-    big = 65536 * max(2, cpu.arena.nthreads())
-    cpu.labels([-(np.arange(big, dtype=np.int64) // 8) - 1], big)
+    _big_labels()
 
 
 #: The parts :func:`warm` can run: the single-task solve's path, and the distributed rounds' too.
 PARTS = {"local": _local_pipeline, "rounds": _pipeline}
+
+
+def _big_labels():
+    """Labels of a graph large enough for the parallel numbering, where this process's threads use it."""
+    from mst_dist.kernels import cpu
+
+    T = cpu.arena.nthreads()
+    if T >= 4:
+        big = 65536 * T
+        cpu.labels([-(np.arange(big, dtype=np.int64) // 8) - 1], big)
+
+
+def _raw_group(weight_dtype):
+    """The local path's kernels that read raw edges and finish a run (no solve kernel among them)."""
+    from mst_dist.kernels import cpu
+    from mst_dist.kernels.cpu.slicing import slice_many
+
+    n, src, dst, w = _tiny(weight_dtype)
+    half = src.shape[0] // 2
+    raws = [(src[:half], dst[:half], w[:half]), (src[half:], dst[half:], w[half:])]
+    cpu.first_invalid_edge(src, dst, w, n)
+    ch = slice_many(raws, [0, half], n)
+    slice_many(raws, [0, half], n, vmap=(np.arange(n) // 2).astype(np.int32), lo=(ch.key[0], ch.eid[0]))
+    cpu.weight_keys(w[:8])
+    final = -(np.arange(n, dtype=np.int64) // 3) - 1
+    cpu.labels([final], n)
+    _big_labels()
+    ids = cpu.forest_ids([np.arange(0, src.shape[0], 3, dtype=np.int64)])
+    cpu.take_rows(src, dst, w, ids)
+
+
+def _solve_group(weight_dtype):
+    """The single-task solve's own kernels, on a chunk built without any other kernel."""
+    from mst_dist.kernels import cpu
+    from mst_dist.kernels.contract import Chunk
+    from mst_dist.kernels.reference import weight_keys
+
+    n, src, dst, w = _tiny(weight_dtype)
+    keep = src != dst
+    ch = Chunk(src[keep].astype(np.int32), dst[keep].astype(np.int32), weight_keys(w[keep]),
+               np.flatnonzero(keep).astype(np.int64))
+    cpu.solve_local(ch, n, 0, light_factor=1.5, min_degree=1.0)
+
+
+#: What each part splits into for compiling in parallel processes: groups that share no kernel
+#: (two processes compiling different forms of one kernel could leave Numba's cache index naming
+#: one form's file for the other), so each kernel is compiled in one process only.
+GROUPS = {"local": ("_raw_group", "_solve_group")}
+
+
+def _compile_in_processes(jobs):
+    """Compile the kernels of ``jobs`` (``(kind, part)``) into Numba's cache in parallel processes.
+
+    Numba compiles one function at a time per process (a global compiler
+    lock), and the first run after install spends its time there: the
+    groups of :data:`GROUPS` go to up to one process per core, each kind of
+    weights of a group in the same process.  The caller then runs the
+    pipelines itself, which load what the processes compiled (and compile
+    whatever they missed).  Returns the number of processes used (0: none,
+    on one core or with nothing to split); a process that fails costs only
+    the time: the caller compiles what is missing.
+    """
+    import subprocess
+
+    groups = {}
+    for kind, part in jobs:
+        for g in GROUPS.get(part, ()):
+            groups.setdefault(g, []).append(kind)
+    cores = os.cpu_count() or 1
+    if cores < 2 or len(groups) < 2:
+        return 0
+    code = ("import sys; from mst_dist.engine import warmup as w\n"
+            "for k in sys.argv[2:]: getattr(w, sys.argv[1])(k)")
+    procs = []
+    for g, kinds in list(groups.items())[:cores]:
+        try:
+            procs.append(subprocess.Popen([sys.executable, "-c", code, g, *kinds], stdin=subprocess.DEVNULL,
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
+        except OSError:  # no interpreter to start (an embedded Python): this process compiles it all
+            logger.debug("could not start a kernel compilation process", exc_info=True)
+    for p in procs:
+        _, err = p.communicate()
+        if p.returncode:
+            logger.debug("a kernel compilation process failed (%d): %s", p.returncode, err.decode()[-2000:])
+    return len(procs)
 
 
 def _gpu_pipeline(weight_dtype, kern):
@@ -271,8 +354,9 @@ def ensure_compiled(weight_dtype=None, progress=None, parts=("local",)):
         t0 = time.perf_counter()
         if progress is not None:
             progress({"phase": "compile", "round": None, "elapsed": 0.0})
+        _compile_in_processes(todo)
         for k, p in todo:
-            warm((k,), parts=(p,))
+            warm((k,), parts=(p,))  # loads what the processes compiled, compiles what they left
             _write_stamp(k, p)
             _warmed.add((k, p))
         secs = time.perf_counter() - t0

@@ -167,3 +167,30 @@ def test_compile_step_on_the_terminal():
     live(end)
     text = console.export_text()
     assert "kernels compiled (once after install) in 3.2 s" in text
+
+
+_SPLIT_COMPILE = """
+import json, os
+from mst_dist.engine import warmup
+from mst_dist.kernels.cpu import chunk, slicing, solve
+
+procs = warmup._compile_in_processes([("int64", "local")])
+warmup.warm(("int64",), parts=("local",))
+kernels = {"validation": chunk._first_invalid, "slice": slicing._mark, "map": solve._p_best,
+           "contract": solve._p_reduce_contract}
+print(json.dumps({"procs": procs, "cores": os.cpu_count(),
+                  "compiled_here": {k: sum(d.stats.cache_misses.values()) for k, d in kernels.items()},
+                  "loaded_here": {k: sum(d.stats.cache_hits.values()) for k, d in kernels.items()}}))
+"""
+
+
+def test_first_compilation_is_split_over_processes(tmp_path):
+    """The groups of the one-worker path compile in processes of their own; this one only loads them."""
+    res = _python(_SPLIT_COMPILE, env={"NUMBA_CACHE_DIR": str(tmp_path / "numba")}, timeout=1200)
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)
+    if out["cores"] < 2:
+        pytest.skip("one core: the kernels compile in the calling process")
+    assert out["procs"] == len(warmup.GROUPS["local"]) == 2
+    assert out["compiled_here"] == {"validation": 0, "slice": 0, "map": 0, "contract": 0}
+    assert all(n >= 1 for n in out["loaded_here"].values()), out

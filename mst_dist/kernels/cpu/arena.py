@@ -113,8 +113,11 @@ def empty(n, dtype):
     return ARENA.take(n * dtype.itemsize + dtype.itemsize)[: n * dtype.itemsize].view(dtype)
 
 
-def alloc_soa(m, dtypes):
-    """Allocate one array of length ``m`` per dtype, carved from one buffer with a skew."""
+def alloc_soa(m, dtypes, arena=True):
+    """Allocate one array of length ``m`` per dtype, carved from one buffer with a skew.
+
+    ``arena=False``: a buffer of its own, freed with its last array (not kept for reuse).
+    """
     dtypes = [np.dtype(d) for d in dtypes]
     offs = []
     pos = 0
@@ -122,7 +125,7 @@ def alloc_soa(m, dtypes):
         pos = (pos + 63) // 64 * 64 + (i * _SKEW if i else 0)
         offs.append(pos)
         pos += m * d.itemsize
-    buf = ARENA.take(pos + 64)
+    buf = ARENA.take(pos + 64) if arena else np.empty(pos + 64, np.uint8)
     base = (-buf.ctypes.data) % 64  # the arena's slices may start anywhere: realign
     return [buf[base + o:base + o + m * d.itemsize].view(d) for o, d in zip(offs, dtypes)]
 

@@ -5,8 +5,8 @@ chunk ``(src, dst, weight)``, only the edges of one slice of the strict
 ``(weight, edge id)`` order that still join two components.  Done as
 prepare, split, split and filter, that writes every edge three times before
 almost all of them are dropped; :func:`slice_edges` reads each edge once and
-writes only the ones kept (count, then write, in parallel blocks), so a
-pass's memory is its output and nothing more.
+writes only the ones kept (mark, then write the marked ones, in parallel
+blocks), so a pass's memory is its output and a byte an edge of marks.
 
 The weight key is computed in the loop for float64 (from its bits), signed
 and unsigned integers and bools, exactly as :func:`.chunk.weight_keys`
@@ -64,39 +64,8 @@ def _kept(a, b, k, e, has_lo, lk, le, has_hi, hk, he):
 
 
 @njit(parallel=True, nogil=True, cache=True)
-def _count(src, dst, w, mode, vmap, relabel, offset, has_lo, lk, le, has_hi, hk, he, bounds):
-    T = bounds.shape[0] - 1
-    counts = np.zeros(T, np.int64)
-    for t in prange(T):
-        c = 0
-        for i in range(bounds[t], bounds[t + 1]):
-            a, b = _ends(src, dst, vmap, relabel, i)
-            if _kept(a, b, _key(w, i, mode), offset + i, has_lo, lk, le, has_hi, hk, he):
-                c += 1
-        counts[t] = c
-    return counts
-
-
-@njit(parallel=True, nogil=True, cache=True)
-def _write(src, dst, w, mode, vmap, relabel, offset, has_lo, lk, le, has_hi, hk, he, bounds, starts,
-           u, v, k, e):
-    T = bounds.shape[0] - 1
-    for t in prange(T):
-        j = starts[t]
-        for i in range(bounds[t], bounds[t + 1]):
-            a, b = _ends(src, dst, vmap, relabel, i)
-            kk = _key(w, i, mode)
-            if _kept(a, b, kk, offset + i, has_lo, lk, le, has_hi, hk, he):
-                u[j] = a
-                v[j] = b
-                k[j] = kk
-                e[j] = offset + i
-                j += 1
-
-
-@njit(parallel=True, nogil=True, cache=True)
 def _mark(src, dst, w, mode, vmap, relabel, offset, has_lo, lk, le, has_hi, hk, he, bounds, keep):
-    """:func:`_count`, also marking each kept edge in ``keep`` (so the write reads only those)."""
+    """Mark each kept edge in ``keep``; the count kept per block (the write then reads only those)."""
     T = bounds.shape[0] - 1
     counts = np.zeros(T, np.int64)
     for t in prange(T):
@@ -153,15 +122,27 @@ def _bounds(lo, hi):
 
 
 def _args(raw, offset, vmap, lo, hi):
-    """The kernels' arguments for one raw chunk (the weights read in place where the dtype allows)."""
+    """The kernels' arguments for one raw chunk (the weights read in place where the dtype allows).
+
+    The vertex map is int32 whenever its values fit (no map: an int32
+    placeholder), so the kernels have one compiled form for every pass.
+    """
     src, dst, w = (to_host(a) for a in raw[:3])
     src, dst = _ids(src), _ids(dst)
     wk, mode = _weights(w)
     m = src.shape[0]
     relabel = vmap is not None
-    vm = to_host(vmap) if relabel else np.zeros(1, np.int64)
+    if relabel:
+        vm = to_host(vmap)
+        if vm.dtype != np.int32 and (not vm.shape[0] or int(vm.max()) <= np.iinfo(np.int32).max):
+            vm = vm.astype(np.int32)
+    else:
+        vm = _NO_MAP
     bounds = blocks(m, max(1, min(nthreads() * 4, m // 65536 + 1)))
     return (src, dst, wk, mode, vm, relabel, np.int64(offset), *_bounds(lo, hi), bounds), w.dtype
+
+
+_NO_MAP = np.zeros(1, np.int32)
 
 
 def slice_edges(raw, offset, n_vertices, vmap=None, lo=None, hi=None):
@@ -171,36 +152,29 @@ def slice_edges(raw, offset, n_vertices, vmap=None, lo=None, hi=None):
     Endpoints are relabelled by ``vmap`` (vertex -> component; ``None``: the
     identity) and self-loops (after relabelling) dropped.  A threshold is
     ``(key, eid)``; ``None`` for no bound.  Returns a plain host chunk,
-    edges in their raw order, arrays of exactly the kept size.
+    edges in their raw order, arrays of exactly the kept size (one buffer
+    of its own, not the scratch arena's: a streaming pass's chunks live
+    until their slice is solved).
     """
-    args, wdtype = _args(raw, offset, vmap, lo, hi)
-    counts = _count(*args)
-    starts = np.zeros(counts.shape[0], np.int64)
-    np.cumsum(counts[:-1], out=starts[1:])
-    n = int(counts.sum())
-    idt = id_dtype(n_vertices)
-    u, v = np.empty(n, idt), np.empty(n, idt)
-    k, e = np.empty(n, np.uint64), np.empty(n, np.int64)
-    if n:
-        _write(*args, starts, u, v, k, e)
-    return Chunk(u, v, k, e, packing=packing_for(wdtype))
+    return slice_many([raw], [offset], n_vertices, vmap, lo, hi, arena=False)
 
 
-def slice_many(raws, offsets, n_vertices, vmap=None, lo=None, hi=None):
+def slice_many(raws, offsets, n_vertices, vmap=None, lo=None, hi=None, arena=True):
     """:func:`slice_edges` of several raw chunks into one chunk, chunks in the given order.
 
-    Each chunk is counted, then written straight to its place in one
-    skewed buffer from the scratch arena (:func:`.arena.alloc_soa`): no
-    per-chunk arrays, no concatenated copy.  The single-task solve over the
-    caller's arrays (:func:`.solve.solve_raw`) slices with it.
+    Each chunk's kept edges are marked in one read of every edge (a byte an
+    edge while the marks live), then written straight to their place in one
+    skewed buffer (:func:`.arena.alloc_soa`; ``arena``: from the scratch
+    arena) by a second loop that touches only the marked edges: a pass that
+    keeps few edges reads the rest once.  No per-chunk arrays, no
+    concatenated copy.  The single-task solve over the caller's arrays
+    (:func:`.solve.solve_raw`) slices with it.
     """
     work = [_args(r, off, vmap, lo, hi) for r, off in zip(raws, offsets)]
-    # mark the kept edges (one read of every edge), then write only those: a pass that keeps
-    # few edges reads the rest once, not twice (the marks cost a byte an edge while they live)
     marks = [np.empty(a[0].shape[0], np.bool_) for a, _ in work]
     counts = [_mark(*a, mk) for (a, _), mk in zip(work, marks)]
     idt = id_dtype(n_vertices)
-    u, v, k, e = alloc_soa(int(sum(int(c.sum()) for c in counts)), [idt, idt, np.uint64, np.int64])
+    u, v, k, e = alloc_soa(int(sum(int(c.sum()) for c in counts)), [idt, idt, np.uint64, np.int64], arena=arena)
     pos = 0
     for (a, _), mk, cnt in zip(work, marks, counts):
         starts = np.zeros(cnt.shape[0], np.int64)

@@ -491,8 +491,6 @@ def solve_raw(raws, offsets, n_vertices, *, light_factor=1.5, min_degree=3.0, de
         P = sv.light_pass(L, time.perf_counter() - t0)
         del L
         t0 = time.perf_counter()
-        if P is not None and idt == np.int32:
-            P = P.astype(np.int32)  # the heavy slice looks every end up: half the bytes to cache
         ch = slice_many(raws, offsets, n, vmap=P, lo=hi)
         S = _Segments(ch.u, ch.v, ch.key, ch.eid, sv.T)
         if P is not None:
