@@ -72,29 +72,21 @@ def summarise(report):
             if tg.get("informational"):  # reported beside the target, not judged
                 targets[-1].update({"pass": None, "informational": True})
 
-        sc = [r["speedup_scipy"] for r in rows]
-        verdict("scipy_geomean", f">= {tg['scipy_geomean']:g}x faster than scipy build+call "
-                f"(geometric mean): {_fmt_x(gm.get('speedup_scipy'))}",
-                [gm.get("speedup_scipy")], lambda v: v[0] >= tg["scipy_geomean"])
-        verdict("scipy_each", f">= {tg['scipy_each']:g}x faster than scipy build+call on each graph: "
-                f"min {_fmt_x(min([x for x in sc if x is not None], default=None))}",
-                sc, lambda v: len(v) == len(rows) and min(v) >= tg["scipy_each"])
-        rc = [r["speedup_rx_call"] for r in rows]
-        verdict("rustworkx_call_each", f"faster than rustworkx's call alone on each graph: "
-                f"min {_fmt_x(min([x for x in rc if x is not None], default=None))}",
-                rc, lambda v: len(v) == len(rows) and min(v) > tg["rustworkx_call_each"])
+        calls = [("", "", "")]
         if "engine-no-client" in report["config"]["methods"]:
             # the same targets for the call a script makes: no client (the shared embedded cluster)
-            sc = [r["speedup_scipy_nc"] for r in rows]
-            verdict("no_client_scipy_geomean", f"without a client: >= {tg['scipy_geomean']:g}x faster than "
-                    f"scipy build+call (geometric mean): {_fmt_x(gm.get('speedup_scipy_nc'))}",
-                    [gm.get("speedup_scipy_nc")], lambda v: v[0] >= tg["scipy_geomean"])
-            verdict("no_client_scipy_each", f"without a client: >= {tg['scipy_each']:g}x faster than scipy "
-                    f"build+call on each graph: min {_fmt_x(min([x for x in sc if x is not None], default=None))}",
+            calls.append(("no_client_", "_nc", "without a client: "))
+        for name, col, say in calls:
+            sc = [r["speedup_scipy" + col] for r in rows]
+            verdict(name + "scipy_geomean", f"{say}>= {tg['scipy_geomean']:g}x faster than scipy build+call "
+                    f"(geometric mean): {_fmt_x(gm.get('speedup_scipy' + col))}",
+                    [gm.get("speedup_scipy" + col)], lambda v: v[0] >= tg["scipy_geomean"])
+            verdict(name + "scipy_each", f"{say}>= {tg['scipy_each']:g}x faster than scipy build+call on each "
+                    f"graph: min {_fmt_x(min([x for x in sc if x is not None], default=None))}",
                     sc, lambda v: len(v) == len(rows) and min(v) >= tg["scipy_each"])
-            rc = [r["speedup_rx_call_nc"] for r in rows]
-            verdict("no_client_rustworkx_call_each", f"without a client: faster than rustworkx's call alone on "
-                    f"each graph: min {_fmt_x(min([x for x in rc if x is not None], default=None))}",
+            rc = [r["speedup_rx_call" + col] for r in rows]
+            verdict(name + "rustworkx_call_each", f"{say}faster than rustworkx's call alone on each graph: "
+                    f"min {_fmt_x(min([x for x in rc if x is not None], default=None))}",
                     rc, lambda v: len(v) == len(rows) and min(v) > tg["rustworkx_call_each"])
         kr = [r["engine_over_kernels"] for r in rows]
         verdict("kernels_ratio_max", f"within {tg['kernels_ratio_max']:g}x of the kernels in a plain loop "

@@ -121,23 +121,25 @@ def _bounds(lo, hi):
     return has_lo, lk, le, has_hi, hk, he
 
 
-def _args(raw, offset, vmap, lo, hi):
-    """The kernels' arguments for one raw chunk (the weights read in place where the dtype allows).
+def _vertex_map(vmap):
+    """The vertex map as the kernels take it: int32 whenever its values fit (no map: an int32
+    placeholder), so the kernels have one compiled form for every pass."""
+    if vmap is None:
+        return None
+    vm = to_host(vmap)
+    if vm.dtype != np.int32 and (not vm.shape[0] or int(vm.max()) <= np.iinfo(np.int32).max):
+        vm = vm.astype(np.int32)
+    return vm
 
-    The vertex map is int32 whenever its values fit (no map: an int32
-    placeholder), so the kernels have one compiled form for every pass.
-    """
+
+def _args(raw, offset, vmap, lo, hi):
+    """The kernels' arguments for one raw chunk (the weights read in place where the dtype allows)."""
     src, dst, w = (to_host(a) for a in raw[:3])
     src, dst = _ids(src), _ids(dst)
     wk, mode = _weights(w)
     m = src.shape[0]
     relabel = vmap is not None
-    if relabel:
-        vm = to_host(vmap)
-        if vm.dtype != np.int32 and (not vm.shape[0] or int(vm.max()) <= np.iinfo(np.int32).max):
-            vm = vm.astype(np.int32)
-    else:
-        vm = _NO_MAP
+    vm = vmap if relabel else _NO_MAP
     bounds = blocks(m, max(1, min(nthreads() * 4, m // 65536 + 1)))
     return (src, dst, wk, mode, vm, relabel, np.int64(offset), *_bounds(lo, hi), bounds), w.dtype
 
@@ -170,6 +172,7 @@ def slice_many(raws, offsets, n_vertices, vmap=None, lo=None, hi=None, arena=Tru
     concatenated copy.  The single-task solve over the caller's arrays
     (:func:`.solve.solve_raw`) slices with it.
     """
+    vmap = _vertex_map(vmap)  # once for all the chunks
     work = [_args(r, off, vmap, lo, hi) for r, off in zip(raws, offsets)]
     marks = [np.empty(a[0].shape[0], np.bool_) for a, _ in work]
     counts = [_mark(*a, mk) for (a, _), mk in zip(work, marks)]
