@@ -486,6 +486,7 @@ def solve_raw(raws, offsets, n_vertices, *, light_factor=1.5, min_degree=3.0, de
         S = _Segments(ch.u, ch.v, ch.key, ch.eid, sv.T)
     else:
         ch = slice_many(raws, offsets, n, hi=hi)
+        n_light = len(ch)
         L = _Segments(ch.u, ch.v, ch.key, ch.eid, sv.T)
         del ch
         P = sv.light_pass(L, time.perf_counter() - t0)
@@ -493,8 +494,8 @@ def solve_raw(raws, offsets, n_vertices, *, light_factor=1.5, min_degree=3.0, de
         t0 = time.perf_counter()
         ch = slice_many(raws, offsets, n, vmap=P, lo=hi)
         S = _Segments(ch.u, ch.v, ch.key, ch.eid, sv.T)
-        if P is not None:
-            sv.heavy_relabelled(n, m, t0, S)
+        if P is not None:  # the heavy edges, as read: the raw rows not in the light slice
+            sv.heavy_relabelled(n, m - n_light, t0, S)
         prepare = 0.0
     del ch
     sv.run(S)
