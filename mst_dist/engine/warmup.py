@@ -97,6 +97,7 @@ def _local_pipeline(weight_dtype):
     ids = d.forest_ids(chosen)
     d.chosen_rows(raws[0], 0, ids)
     _big_labels()
+    _generator_kernels()
 
 
 #: The parts :func:`warm` can run: the single-task solve's path, and the distributed rounds' too.
@@ -130,6 +131,15 @@ def _raw_group(weight_dtype):
     _big_labels()
     ids = cpu.forest_ids([np.arange(0, src.shape[0], 3, dtype=np.int64)])
     cpu.take_rows(src, dst, w, ids)
+    _generator_kernels()
+
+
+def _generator_kernels():
+    """The generators' own compiled kernel (R-MAT's levels), so a generated graph compiles nothing in its run."""
+    from mst_dist.generators import families
+
+    p = families.rmat(4, edge_factor=2).sources[0].params
+    families._rmat_rows(0, p["m"], **p)
 
 
 def _solve_group(weight_dtype):
@@ -238,10 +248,11 @@ def _dispatchers():
     """The CPU kernels' Numba dispatchers that cache to disk, by qualified name."""
     from numba.core.registry import CPUDispatcher
 
+    from mst_dist.generators import families
     from mst_dist.kernels.cpu import chunk, finish, phases, slicing, solve
 
     out = {}
-    for mod in (chunk, phases, solve, finish, slicing):
+    for mod in (chunk, phases, solve, finish, slicing, families):
         for name, obj in vars(mod).items():
             if isinstance(obj, CPUDispatcher) and obj._cache is not None and \
                     type(obj._cache).__name__ != "NullCache":
@@ -268,14 +279,15 @@ def _fingerprint():
     """What the compiled code depends on: the kernels' sources, Numba, Python and this CPU."""
     import numba
 
+    from mst_dist.generators import families
     from mst_dist.kernels import cpu
 
     h = hashlib.sha256()
     folder = os.path.dirname(cpu.__file__)
-    for name in sorted(os.listdir(folder)):
-        if name.endswith(".py"):
-            with open(os.path.join(folder, name), "rb") as f:
-                h.update(name.encode() + b"\0" + f.read())
+    files = [os.path.join(folder, name) for name in sorted(os.listdir(folder)) if name.endswith(".py")]
+    for path in [*files, families.__file__]:
+        with open(path, "rb") as f:
+            h.update(os.path.basename(path).encode() + b"\0" + f.read())
     h.update(f"{numba.__version__} {sys.version} {numba.config.THREADING_LAYER}".encode())
     try:
         import llvmlite.binding as llvm
