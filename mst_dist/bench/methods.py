@@ -26,7 +26,9 @@ Each is timed "from int64 edge arrays in memory to the result in hand"; a run
 ``cold``
     The engine (embedded default, no client) and scipy, each in a fresh
     Python process per run, interleaved, timed from before the first import
-    to the result (:func:`cold_method`): what a script pays every time.
+    to the result (:func:`cold_method`): what a script pays every time.  And
+    ``mst-dist run`` generating the same graph on its workers, a fresh
+    process per run: the engine time the command reports.
 ``rustworkx``
     ``PyGraph(multigraph=True)``, ``add_nodes_from``, ``extend_from_weighted_edge_list``
     from Python lists of tuples in chunks; then ``minimum_spanning_edges``.  The
@@ -234,23 +236,43 @@ out["times"] = times
 sys.stdout.write(json.dumps(out) + "\n")
 """
 
-#: The methods the ``cold`` method runs, each in a fresh process per run.
-COLD_METHODS = ("engine", "scipy")
+#: The methods the ``cold`` method runs, each in a fresh process per run
+#: (``cli`` only for a graph the config generates).
+COLD_METHODS = ("engine", "scipy", "cli")
+
+
+def _cli_record(report):
+    """The answers and times of one ``mst-dist run --json`` report, as the other cold runs give them."""
+    s, t = report["summary"], report["timings"]
+    return {"total_weight": s["total_weight"], "forest_edges": s["forest_edges"],
+            "components": s["components"],
+            "times": {"setup": t["setup_seconds"], "solve": t["rounds_seconds"], "finish": t["finish_seconds"],
+                      "total": t["engine_seconds"], "wall": t["wall_seconds"]}}
 
 
 def _cold_run(method, path, env):
-    """One fresh process of ``method`` on the arrays in ``path``: its record (plus the process's wall time)."""
+    """One fresh process of ``method``: its record (plus the process's wall time).
+
+    ``path``: the graph's arrays (``.npz``) for ``engine`` and ``scipy``;
+    for ``cli``, a run config that generates the graph.
+    """
     import json
     import subprocess
     import sys
 
+    if method == "cli":
+        cmd = [sys.executable, "-m", "mst_dist.cli", "run", path, "--json", "-q"]
+    else:
+        cmd = [sys.executable, "-c", _COLD_CHILD, method, path]
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", _COLD_CHILD, method, path], capture_output=True,
-                          text=True, env=env, timeout=3600)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=3600)
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         raise RuntimeError(f"cold {method} exited with {proc.returncode}: {proc.stderr.strip()[-2000:]}")
-    rec = json.loads(proc.stdout.strip().splitlines()[-1])
+    if method == "cli":
+        rec = _cli_record(json.loads(proc.stdout))
+    else:
+        rec = json.loads(proc.stdout.strip().splitlines()[-1])
     rec["times"]["process"] = wall
     rec["stderr"] = proc.stderr
     return rec
@@ -266,21 +288,33 @@ def cold_method(ctx, repeat, log):
     (``minimum_spanning_forest(g)`` without a client: its embedded cluster
     started, and left to close at exit), or scipy's ``import`` + ``build`` +
     ``call``; ``process`` is the whole process, interpreter start and exit
-    included.  Run i of every method goes before run i + 1 of any.  The
-    result is the engine's (the method's answers) with ``scipy`` beside it.
+    included.  For a graph the config generates, ``cli`` runs ``mst-dist
+    run`` on a run config that generates it (on the embedded default's
+    workers, CPU kernels, nothing written) and records the times its JSON
+    report gives (``total``: its engine time).  Run i of every method goes
+    before run i + 1 of any.  The result is the engine's (the method's
+    answers) with ``scipy`` and ``cli`` beside it.
     """
     import os
     import tempfile
 
+    import yaml
+
     src, dst, w, n = ctx["arrays"]
     env = dict(os.environ)
-    runs = {m: [] for m in COLD_METHODS}
+    methods = [m for m in COLD_METHODS if m != "cli" or ctx.get("generate")]
+    runs = {m: [] for m in methods}
     with tempfile.TemporaryDirectory(prefix="mst-bench-cold-") as tmp:
-        path = os.path.join(tmp, "graph.npz")
-        np.savez(path, src=src, dst=dst, w=w, n=np.int64(n))
+        paths = {"engine": os.path.join(tmp, "graph.npz")}
+        np.savez(paths["engine"], src=src, dst=dst, w=w, n=np.int64(n))
+        paths["scipy"] = paths["engine"]
+        if "cli" in methods:
+            paths["cli"] = os.path.join(tmp, "run.yaml")
+            with open(paths["cli"], "w", encoding="utf-8") as f:
+                yaml.safe_dump({"graph": {"generate": ctx["generate"]}, "backend": "cpu"}, f)
         for i in range(repeat):
-            for m in COLD_METHODS:
-                rec = _cold_run(m, path, env)
+            for m in methods:
+                rec = _cold_run(m, paths[m], env)
                 if rec.pop("stderr").strip():
                     rec["printed"] = True  # the library wrote to stderr: it should not
                 runs[m].append(rec)
@@ -288,6 +322,8 @@ def cold_method(ctx, repeat, log):
                     f"(process {rec['times']['process']:.2f} s)")
     out = collect(runs["engine"], [])
     out["scipy"] = collect(runs["scipy"], [])
+    if "cli" in runs:
+        out["cli"] = collect(runs["cli"], [])
     out["printed"] = any(r.get("printed") for r in runs["engine"])
     return out
 

@@ -447,6 +447,28 @@ def _md_cold(report, lines):
     if any(c.get("printed") for _, c in rows):
         lines.append("")
         lines.append("**The engine's fresh processes wrote to stderr** (the library should print nothing).")
+    cli = [(g, c["cli"]) for g, c in rows if done(c.get("cli"))]
+    if not cli:
+        return
+    lines.append("")
+    lines.append("### The command line on the same graph, generated on its workers")
+    lines.append("")
+    lines.append("`mst-dist run` on a run config that generates the graph (CPU kernels, nothing written), "
+                 "a fresh process per run, interleaved with the runs above: the engine time its report "
+                 "gives (setup: generating the chunks and preparing them; solve; finish), against the "
+                 "warm engine call from arrays (`engine` above).  Min of the runs (median in brackets).")
+    lines.append("")
+    _md_header(lines, ["graph", "CLI engine s (setup / solve / finish)", "engine warm s", "CLI / warm",
+                       "CLI wall s", "CLI process s"])
+    for g, c in cli:
+        warm = _get(g["methods"], "engine", "min", "total")
+        mi, me = c["min"], c["median"]
+        lines.append("| " + " | ".join([
+            g["name"],
+            f"{_fmt_s(mi['total'])} ({_fmt_s(me['total'])}): {_fmt_s(mi['setup'])} / {_fmt_s(mi['solve'])} / "
+            f"{_fmt_s(mi['finish'])}",
+            _fmt_s(warm), _fmt_x(_ratio(mi["total"], warm)), _fmt_s(mi["wall"]), _fmt_s(mi["process"]),
+        ]) + " |")
 
 
 def format_report(report):

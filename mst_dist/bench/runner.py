@@ -90,6 +90,8 @@ def _check_agreement(gres):
     problems = []
     meths = gres["methods"]
     ran = {k: v for k, v in meths.items() if done(v)}
+    if "cold" in ran:  # its fresh scipy and CLI processes answer too
+        ran.update({f"cold-{k}": v for k, v in ran["cold"].items() if k in ("scipy", "cli") and done(v)})
     for k, v in ran.items():
         if v.get("inconsistent"):
             problems.append(f"{k}: runs disagree on {', '.join(v['inconsistent'])}")
@@ -294,8 +296,10 @@ def run_bench(config, out_dir, *, repeat=None, only=None, methods=None, log=None
                "engine_settings": engine_settings()}
         for gcfg in cfg["graphs"]:
             gres, ctx["arrays"] = _graph_arrays(gcfg, log)
+            ctx["generate"] = dict(gcfg["generate"])  # the cold method's CLI runs generate it themselves
             _run_methods(cfg, ctx, unavailable, gres["methods"], log)
             ctx.pop("arrays")
+            ctx.pop("generate")
             ctx.pop("device", None)
             gc.collect()
             for xp in set(gpu_xp.values()):

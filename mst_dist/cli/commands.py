@@ -318,8 +318,11 @@ def _run(args, console=None):
         from mst_dist.engine.warmup import ensure_compiled
 
         with live if live is not None else contextlib.nullcontext():
+            # a generated graph's kernels are loaded now too when the workers will be this
+            # process's threads: loading them is then part of the cluster's start, not of round 0
             ensure_compiled(None if graph is None else graph.weight_dtype, progress=kwargs["progress"],
-                            parts=("local",) if (cfg["cluster"].get("n_workers") or 1) == 1 else ("local", "rounds"))
+                            parts=("local",) if (cfg["cluster"].get("n_workers") or 1) == 1 else ("local", "rounds"),
+                            load=graph is not None and not cfg["cluster"].get("processes"))
     client, close = make_client(cfg["cluster"], gpu=gpu)
     try:
         if client is None:

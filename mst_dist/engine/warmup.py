@@ -339,7 +339,7 @@ def _write_stamp(kind, part):
         logger.debug("could not write %s", path, exc_info=True)
 
 
-def ensure_compiled(weight_dtype=None, progress=None, parts=("local",)):
+def ensure_compiled(weight_dtype=None, progress=None, parts=("local",), load=False):
     """Compile (or load) in this process the CPU kernels a run needs, as a visible step when it compiles.
 
     When Numba's cache lacks them (the first run after install, or after an
@@ -349,15 +349,21 @@ def ensure_compiled(weight_dtype=None, progress=None, parts=("local",)):
     the engine's ``parts`` (default: the single-task solve's path, which a
     one-worker run takes; the distributed rounds' kernels compile on first
     use), then calls ``progress`` again with ``"done": True`` and the seconds
-    it took.  Otherwise nothing is shown and the kernels load on first use.
-    Returns the seconds spent compiling, or ``None`` when nothing was to do.
-    Thread-safe; once per process, kind and part.
+    it took.  Otherwise nothing is shown and the kernels load on first use,
+    or now with ``load``: a cluster whose workers are threads of this
+    process then starts with them loaded, and its first run does not pay for
+    it.  Returns the seconds spent compiling, or ``None`` when nothing was
+    to do.  Thread-safe; once per process, kind and part.
     """
     kinds = ["int64", "float64"] if weight_dtype is None else [_kind(weight_dtype)]
     jobs = [(k, p) for k in kinds for p in parts]
     with _lock:
         todo = [j for j in jobs if j not in _warmed and not kernels_cached(*j)]
-        _warmed.update(j for j in jobs if j not in todo)
+        cached = [j for j in jobs if j not in todo and j not in _warmed]
+        if load:
+            for k, p in cached:
+                warm((k,), parts=(p,))
+        _warmed.update(cached)
         if not todo:
             return None
         # with a progress callback the caller shows the step: the log line is then a detail

@@ -350,7 +350,7 @@ def test_engine_gpu_method_on_numpy_stand_in(tmp_path, monkeypatch):
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_cold_method_runs_fresh_processes(tmp_path):
-    """``cold``: the engine and scipy each in a fresh process per run, interleaved; same answers as warm."""
+    """``cold``: the engine, scipy and the CLI each in a fresh process per run, interleaved; same answers as warm."""
     cfg = {**TINY, "repeat": 2, "methods": ["engine", "scipy", "cold"], "graphs": TINY["graphs"][:2]}
     lines = []
     report = bench.run_bench(cfg, tmp_path, log=lines.append)
@@ -366,10 +366,19 @@ def test_cold_method_runs_fresh_processes(tmp_path):
             assert run["process"] > run["total"] > 0
         for run in cold["scipy"]["runs"]:
             assert run["total"] == pytest.approx(run["import"] + run["build"] + run["call"])
+        # the command line generated the same graph on its workers and found the same forest
+        cli = cold["cli"]
+        assert (cli["total_weight"], cli["forest_edges"], cli["components"]) == \
+            (warm["total_weight"], warm["forest_edges"], warm["components"])
+        assert len(cli["runs"]) == 2
+        for run in cli["runs"]:
+            assert run["total"] == pytest.approx(run["setup"] + run["solve"] + run["finish"], abs=1e-3)
+            assert run["process"] > run["wall"] > run["total"] > 0
         assert cold["printed"] is False  # the library's fresh processes wrote nothing to stderr
-    # interleaved: engine run 1, scipy run 1, engine run 2, ...
+    # interleaved: engine run 1, scipy run 1, CLI run 1, engine run 2, ...
     order = [ln.split()[1] for ln in lines if ln.strip().startswith("cold ")]
-    assert order[:4] == ["engine", "scipy", "engine", "scipy"]
+    assert order[:6] == ["engine", "scipy", "cli", "engine", "scipy", "cli"]
     md = (tmp_path / "bench.md").read_text()
     assert "## Cold start (a fresh Python process per run)" in md
-    assert md.count("| er |") >= 2  # the CPU table and the cold table
+    assert "### The command line on the same graph, generated on its workers" in md
+    assert md.count("| er |") >= 3  # the CPU table, the cold table and the CLI's

@@ -80,8 +80,9 @@ def test_scale_bench_tiny(tmp_path):
 @pytest.mark.processes
 @pytest.mark.timeout(120)
 def test_a_run_past_its_timeout_is_reported_and_killed(tmp_path):
+    # 67M edges streamed by two worker processes: far more than 3 s of work on any machine we run on
     cfg = {"benchmark": "scale", "timeout": 3, "methods": ["engine-stream"],
-           "graphs": [{"name": "r", "generate": GEN,
+           "graphs": [{"name": "r", "generate": {**GEN, "scale": 22, "edge_factor": 16},
                        "cluster": {"processes": True, "n_workers": 2}}],
            "targets": [{"graph": "r", "completes": True}]}
     report = bench.run_scale(cfg, tmp_path, log=lambda msg: None)
