@@ -220,3 +220,21 @@ def test_shared_cluster_replaced_when_it_died(environ):
     assert mst_dist.minimum_spanning_forest(_tiny_graph()).edge_ids.tolist() == [1, 2, 3]
     assert local._Shared.client is not dead and local._Shared.client.status == "running"
     local.close_shared()
+
+
+def test_in_process_cluster_batches_its_messages_for_a_millisecond_at_most():
+    """Client, scheduler and workers in one process: Dask's 2-10 ms batching saves no packet there."""
+    from mst_dist.deploy.local import IN_PROCESS_BATCH_SECONDS
+
+    with embedded(n_workers=2, threads_per_worker=1, dashboard_address=None) as client:
+        scheduler = client.cluster.scheduler
+        streams = [client.scheduler_comm, *scheduler.stream_comms.values(), *scheduler.client_comms.values(),
+                   *(w.batched_stream for w in client.cluster.workers.values())]
+        assert len(streams) >= 5  # client, the scheduler's to 2 workers and to the client, 2 workers'
+        assert all(s.interval <= IN_PROCESS_BATCH_SECONDS for s in streams)
+        assert client.submit(lambda x: x + 1, 1).result() == 2
+
+
+def test_worker_processes_keep_dasks_batching():
+    with embedded(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as client:
+        assert client.scheduler_comm.interval == pytest.approx(0.01)

@@ -32,7 +32,7 @@ def test_the_leftovers_of_an_interrupted_run_are_dropped():
 SCRIPT = """
 import sys
 import mst_dist
-g = mst_dist.generate("rmat", scale=18, seed=1)
+g = mst_dist.generate("rmat", scale=21, seed=1)  # seconds of distributed rounds: still running at the Ctrl-C
 def progress(ev):
     if ev.get("phase") == "load":
         print("started", flush=True)
@@ -49,7 +49,7 @@ def test_ctrl_c_in_the_api_prints_no_cancelled_error(tmp_path):
                          stderr=subprocess.PIPE, text=True)
     try:
         assert p.stdout.readline().strip() == "started"
-        time.sleep(1.0)  # the load tasks running
+        time.sleep(0.5)  # the load tasks running
         os.kill(p.pid, signal.SIGINT)
         out, err = p.communicate(timeout=120)
     finally:
