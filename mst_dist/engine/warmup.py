@@ -162,16 +162,19 @@ GROUPS = {"local": ("_raw_group", "_solve_group")}
 
 
 def _compile_in_processes(jobs):
-    """Compile the kernels of ``jobs`` (``(kind, part)``) into Numba's cache in parallel processes.
+    """Compile the kernels of ``jobs`` (``(kind, part)``) into Numba's cache, the groups in parallel.
 
     Numba compiles one function at a time per process (a global compiler
     lock), and the first run after install spends its time there: the
-    groups of :data:`GROUPS` go to up to one process per core, each kind of
-    weights of a group in the same process.  The caller then runs the
-    pipelines itself, which load what the processes compiled (and compile
-    whatever they missed).  Returns the number of processes used (0: none,
-    on one core or with nothing to split); a process that fails costs only
-    the time: the caller compiles what is missing.
+    groups of :data:`GROUPS` are spread over up to one process per core,
+    this one included: the others each get a new process, started first,
+    and this process compiles the last group itself meanwhile (each kind of
+    weights of a group in the same process), then waits for them.  The
+    caller then runs the pipelines, which load what the other processes
+    compiled (and compile whatever they missed).  Returns the number of
+    processes started (0: none, on one core or with nothing to split); a
+    process that fails costs only the time: the caller compiles what is
+    missing.
     """
     import subprocess
 
@@ -182,19 +185,24 @@ def _compile_in_processes(jobs):
     cores = os.cpu_count() or 1
     if cores < 2 or len(groups) < 2:
         return 0
+    *others, (mine, my_kinds) = groups.items()
     code = ("import sys; from mst_dist.engine import warmup as w\n"
             "for k in sys.argv[2:]: getattr(w, sys.argv[1])(k)")
     procs = []
-    for g, kinds in list(groups.items())[:cores]:
+    for g, kinds in others[:cores - 1]:
         try:
             procs.append(subprocess.Popen([sys.executable, "-c", code, g, *kinds], stdin=subprocess.DEVNULL,
                                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
         except OSError:  # no interpreter to start (an embedded Python): this process compiles it all
             logger.debug("could not start a kernel compilation process", exc_info=True)
-    for p in procs:
-        _, err = p.communicate()
-        if p.returncode:
-            logger.debug("a kernel compilation process failed (%d): %s", p.returncode, err.decode()[-2000:])
+    try:
+        for kind in my_kinds:
+            globals()[mine](kind)
+    finally:
+        for p in procs:
+            _, err = p.communicate()
+            if p.returncode:
+                logger.debug("a kernel compilation process failed (%d): %s", p.returncode, err.decode()[-2000:])
     return len(procs)
 
 

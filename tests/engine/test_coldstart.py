@@ -185,12 +185,13 @@ print(json.dumps({"procs": procs, "cores": os.cpu_count(),
 
 
 def test_first_compilation_is_split_over_processes(tmp_path):
-    """The groups of the one-worker path compile in processes of their own; this one only loads them."""
+    """The groups of the one-worker path compile at once: one in a process of its own, one here."""
     res = _python(_SPLIT_COMPILE, env={"NUMBA_CACHE_DIR": str(tmp_path / "numba")}, timeout=1200)
     assert res.returncode == 0, res.stderr
     out = json.loads(res.stdout)
     if out["cores"] < 2:
         pytest.skip("one core: the kernels compile in the calling process")
-    assert out["procs"] == len(warmup.GROUPS["local"]) == 2
-    assert out["compiled_here"] == {"validation": 0, "slice": 0, "map": 0, "contract": 0}
-    assert all(n >= 1 for n in out["loaded_here"].values()), out
+    assert len(warmup.GROUPS["local"]) == 2 and out["procs"] == 1
+    # the raw-edge group compiled in the other process, loaded here; the solve group compiled here
+    assert out["compiled_here"] == {"validation": 0, "slice": 0, "map": 1, "contract": 1}, out
+    assert out["loaded_here"]["validation"] >= 1 and out["loaded_here"]["slice"] >= 1, out
