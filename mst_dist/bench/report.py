@@ -412,20 +412,22 @@ def _md_gpu(report, s, lines, agreement):
         _md_agreement(report, s, lines)
 
 
+def _md_section(lines, heading, text):
+    """A heading and its paragraph, a blank line around each."""
+    lines.extend(["", heading, "", text, ""])
+
+
 def _md_cold(report, lines):
     """The ``cold`` method's table: a fresh process per run against the warm call in one process."""
     rows = [(g, g["methods"]["cold"]) for g in report["graphs"] if done(g["methods"].get("cold"))]
     if not rows:
         return
-    lines.append("")
-    lines.append("## Cold start (a fresh Python process per run)")
-    lines.append("")
-    lines.append("Each run is a new interpreter that loads the arrays (untimed), then is timed from before "
-                 "its first import to the result in hand: mst-dist `import` + `Graph.from_arrays` + "
-                 "`minimum_spanning_forest(g)` without a client (embedded default), or scipy's import + "
-                 "CSR build + `minimum_spanning_tree`; engine and scipy runs interleaved.  Min of the runs "
-                 "(median in brackets); *process*: the whole process, interpreter start and exit included.")
-    lines.append("")
+    _md_section(lines, "## Cold start (a fresh Python process per run)",
+                "Each run is a new interpreter that loads the arrays (untimed), then is timed from before "
+                "its first import to the result in hand: mst-dist `import` + `Graph.from_arrays` + "
+                "`minimum_spanning_forest(g)` without a client (embedded default), or scipy's import + "
+                "CSR build + `minimum_spanning_tree`; engine and scipy runs interleaved.  Min of the runs "
+                "(median in brackets); *process*: the whole process, interpreter start and exit included.")
     _md_header(lines, ["graph", "m", "engine fresh s (import / graph / solve)", "engine warm s",
                        "fresh − warm s", "scipy fresh s", "vs scipy (fresh)", "engine process s",
                        "scipy process s", "weights agree"])
@@ -450,14 +452,11 @@ def _md_cold(report, lines):
     cli = [(g, c["cli"]) for g, c in rows if done(c.get("cli"))]
     if not cli:
         return
-    lines.append("")
-    lines.append("### The command line on the same graph, generated on its workers")
-    lines.append("")
-    lines.append("`mst-dist run` on a run config that generates the graph (CPU kernels, nothing written), "
-                 "a fresh process per run, interleaved with the runs above: the engine time its report "
-                 "gives (setup: generating the chunks and preparing them; solve; finish), against the "
-                 "warm engine call from arrays (`engine` above).  Min of the runs (median in brackets).")
-    lines.append("")
+    _md_section(lines, "### The command line on the same graph, generated on its workers",
+                "`mst-dist run` on a run config that generates the graph (CPU kernels, nothing written), "
+                "a fresh process per run, interleaved with the runs above: the engine time its report "
+                "gives (setup: generating the chunks and preparing them; solve; finish), against the "
+                "warm engine call from arrays (`engine` above).  Min of the runs (median in brackets).")
     _md_header(lines, ["graph", "CLI engine s (setup / solve / finish)", "engine warm s", "CLI / warm",
                        "CLI wall s", "CLI process s"])
     for g, c in cli:
