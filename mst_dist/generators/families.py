@@ -1,9 +1,11 @@
 """The families with a known size: structure, row functions (run on the workers) and builders.
 
-``erdos_renyi``, ``gnp`` and ``rmat`` draw their endpoints block by block
-(:func:`~mst_dist.generators.blocks.random_rows`); ``circulant``, ``grid``,
-``hypercube``, ``caveman`` and ``connected_caveman`` compute each edge's
-endpoints from its index (:func:`~mst_dist.generators.blocks.fixed_rows`).
+``erdos_renyi`` and ``gnp`` draw their endpoints block by block
+(:func:`~mst_dist.generators.blocks.random_rows`); ``rmat`` draws from the
+same per-block streams, read raw by a compiled kernel of its own
+(:func:`_rmat_block`); ``circulant``, ``grid``, ``hypercube``, ``caveman``
+and ``connected_caveman`` compute each edge's endpoints from its index
+(:func:`~mst_dist.generators.blocks.fixed_rows`).
 No family builds a table whose size grows with the number of vertices.  Each
 builder validates its parameters, sizes the graph and returns a
 :class:`~mst_dist.graph.Graph` with one
