@@ -39,7 +39,6 @@ from mst_dist.engine.scratch import PLUGIN_NAME, ScratchPlugin, release_scratch
 from mst_dist.engine.watchdog import Watchdog, stalled_from_killed
 from mst_dist.graph import Graph, InvalidGraphError, human_bytes, vertex_memory
 from mst_dist.io import writers
-from mst_dist.kernels import cpu
 from mst_dist.kernels.contract import take_to_host
 from mst_dist.result import MSFResult, PassStats, RunStats, exact_total
 
@@ -745,10 +744,7 @@ class Driver:
             s = g.sources[0]
             if s.on_device:
                 return tuple(take_to_host(a, edge_ids) for a in (s.src, s.dst, s.weight))
-            src, dst, w = np.asarray(s.src), np.asarray(s.dst), np.asarray(s.weight)
-            if src.dtype.kind in "iu" and dst.dtype.kind in "iu" and w.dtype.kind in "iuf" and w.dtype != np.float16:
-                return cpu.take_rows(src, dst, w, edge_ids)
-            return src[edge_ids], dst[edge_ids], w[edge_ids]
+            return tasks.gather_rows(np.asarray(s.src), np.asarray(s.dst), np.asarray(s.weight), edge_ids)
         parts = self.builder.rows(st.raws, st.offsets, ids_f)
         if not parts:
             z = np.zeros(0, np.int64)

@@ -28,7 +28,7 @@ from mst_dist.engine.keys import EVENT_TOPIC, parse_key
 from mst_dist.engine.records import ChunkStats, LocalRecord, RoundRecord
 from mst_dist.graph import check_edges
 from mst_dist.kernels import backend as kernel_backend
-from mst_dist.kernels import gpu
+from mst_dist.kernels import cpu, gpu
 from mst_dist.kernels.contract import Chunk, take_to_host
 
 
@@ -298,10 +298,23 @@ def chosen_rows(raw, offset, edge_ids):
 
 
 def rows(raw, offset, edge_ids):
+    """``(src, dst, weight)`` of the forest edges (ascending ``edge_ids``) in this raw chunk."""
     lo = np.searchsorted(edge_ids, offset)
     hi = np.searchsorted(edge_ids, offset + raw[0].shape[0])
-    loc = edge_ids[lo:hi] - offset
-    return tuple(take_to_host(a, loc) for a in raw[:3])
+    return gather_rows(*raw[:3], edge_ids[lo:hi] - offset)
+
+
+def gather_rows(src, dst, w, ids):
+    """``(src[ids], dst[ids], w[ids])`` as host arrays.
+
+    NumPy arrays of the kernels' dtypes go through the CPU backend's parallel
+    gather (:func:`mst_dist.kernels.cpu.take_rows`); anything else is indexed
+    (a device array on its device, then copied to the host).
+    """
+    if all(isinstance(a, np.ndarray) for a in (src, dst, w)) and src.dtype.kind in "iu" and \
+            dst.dtype.kind in "iu" and w.dtype.kind in "iuf" and w.dtype != np.float16:
+        return cpu.take_rows(src, dst, w, ids)
+    return tuple(take_to_host(a, ids) for a in (src, dst, w))
 
 
 THROUGHPUT = {}  # (worker address, kind) -> measured edges/second, kept for later runs
