@@ -129,6 +129,23 @@ def _scramble_keys(seed, scale):
     return mults, adds, shift
 
 
+def _scramble(x, scale, mults, adds, shift):
+    """R-MAT's id scramble as defined, in NumPy: a bijection of [0, 2**scale).
+
+    Rounds of ``x = (x * odd + c) mod 2**scale`` and ``x ^= x >> shift``.
+    The generator computes it inside :func:`_rmat_sub_block`; this statement
+    of it is what the tests hold the kernel to.
+    """
+    mask = np.uint64((1 << scale) - 1)
+    y = x.astype(np.uint64)
+    for mul, add in zip(mults, adds):
+        y *= np.uint64(mul)   # wraps mod 2**64: the low `scale` bits are the product mod 2**scale
+        y += np.uint64(add)
+        y &= mask
+        y ^= y >> np.uint64(shift)
+    return y.view(np.int64)
+
+
 _RMAT_SUB = 1 << 16   # edges per sub-block of an R-MAT block: its draws are level-major
 _RMAT_TILE = 2048     # edges per tile of the level kernel (accumulators stay in L1)
 

@@ -259,16 +259,6 @@ def test_connected_caveman_matches_networkx(g_, k):
     assert edge_set(s, d) == {frozenset(e) for e in ref.edges()}
 
 
-def _scramble(x, scale, mults, adds, shift):
-    """R-MAT's id scramble as its definition states it, in NumPy."""
-    mask = np.uint64((1 << scale) - 1)
-    y = x.astype(np.uint64)
-    for mul, add in zip(mults, adds):
-        y = (y * np.uint64(mul) + np.uint64(add)) & mask
-        y ^= y >> np.uint64(shift)
-    return y.view(np.int64)
-
-
 def _rmat_reference(start, stop, *, m, scale, a, b, c, mults, adds, shift, seed, tag, weights,
                     wmin, wmax):
     """Rows [start, stop) of R-MAT from its definition: per block, per sub-block, per level, ``k``
@@ -287,8 +277,8 @@ def _rmat_reference(start, stop, *, m, scale, a, b, c, mults, adds, shift, seed,
                 u[s0:s0 + k] = u[s0:s0 + k] * 2 + (quadrant >= 2)
                 v[s0:s0 + k] = v[s0:s0 + k] * 2 + (quadrant % 2)
         w = blocks.draw_weights(rng, blen, weights, wmin, wmax)
-        s_out.append(_scramble(u, scale, mults, adds, shift)[lo:hi])
-        d_out.append(_scramble(v, scale, mults, adds, shift)[lo:hi])
+        s_out.append(families._scramble(u, scale, mults, adds, shift)[lo:hi])
+        d_out.append(families._scramble(v, scale, mults, adds, shift)[lo:hi])
         w_out.append(w[lo:hi])
     return np.concatenate(s_out), np.concatenate(d_out), np.concatenate(w_out)
 
@@ -319,11 +309,11 @@ def test_rmat_scramble_is_a_bijection():
         for seed in (0, 1, 123):
             mults, adds, shift = families._scramble_keys(seed, scale)
             x = np.arange(2 ** scale, dtype=np.int64)
-            y = _scramble(x, scale, mults, adds, shift)
+            y = families._scramble(x, scale, mults, adds, shift)
             assert np.array_equal(np.sort(y), x)
     mults, adds, shift = families._scramble_keys(0, 12)
     x = np.arange(2 ** 12, dtype=np.int64)
-    assert not np.array_equal(_scramble(x, 12, mults, adds, shift), x)
+    assert not np.array_equal(families._scramble(x, 12, mults, adds, shift), x)
 
 
 def test_rmat_is_skewed():
