@@ -88,6 +88,7 @@ class _RunState:
     t_solve: float | None = None    #: when the rounds began (end of setup)
     vmap: object = None             #: streaming: future of the vertex -> component array after the passes so far
     rows: dict = field(default_factory=dict)     #: streaming: chunk -> the chosen edges' rows, one per pass
+    final: tuple | None = None      #: futures of the forest ids and labels, submitted with the last solve
 
     @property
     def light(self):
@@ -624,6 +625,10 @@ class Driver:
             rmap, chosen, rec_f = self.builder.local(st.rnd, *args, self.light_factor, self.min_degree, worker)
             st.maps.append(rmap)
             st.chosen.append(chosen)
+            if not self.streaming:
+                # nothing comes after this solve: the forest ids and labels are computed as soon as
+                # it ends, while its record comes back (a pass's solve is followed by the next pass)
+                st.final = (self.builder.forest(st.rnd, st.chosen), self.builder.labels(st.rnd, st.maps))
             rec = rec_f.result()
         wall = time.perf_counter() - t0
         if st.chunks is None:
@@ -651,11 +656,14 @@ class Driver:
         self._emit(round=st.rnd, phase="finish", components=0, edges=0)
         if self.streaming:  # no solve follows: the scratch goes before the labels and rows are made
             self._release_scratch(0)
-        ids_f = self.builder.forest(st.rnd, st.chosen)
-        if self.streaming:
+        if st.final is not None:
+            ids_f, lab_f = st.final
+        elif self.streaming:
+            ids_f = self.builder.forest(st.rnd, st.chosen)
             lab_f = self.client.submit(passes.vertex_labels, st.vmap, self.g.n_vertices,
                                        key=self.builder.key("labels", st.rnd))
         else:
+            ids_f = self.builder.forest(st.rnd, st.chosen)
             lab_f = self.builder.labels(st.rnd, st.maps)
         if self.output is not None:  # the workers write the rows; the client gets counts
             edge_ids = src = dst = w = None
