@@ -656,15 +656,13 @@ class Driver:
         self._emit(round=st.rnd, phase="finish", components=0, edges=0)
         if self.streaming:  # no solve follows: the scratch goes before the labels and rows are made
             self._release_scratch(0)
-        if st.final is not None:
+        if st.final is not None:  # submitted with the last solve
             ids_f, lab_f = st.final
-        elif self.streaming:
-            ids_f = self.builder.forest(st.rnd, st.chosen)
-            lab_f = self.client.submit(passes.vertex_labels, st.vmap, self.g.n_vertices,
-                                       key=self.builder.key("labels", st.rnd))
         else:
             ids_f = self.builder.forest(st.rnd, st.chosen)
-            lab_f = self.builder.labels(st.rnd, st.maps)
+            lab_f = self.client.submit(passes.vertex_labels, st.vmap, self.g.n_vertices,
+                                       key=self.builder.key("labels", st.rnd)) if self.streaming \
+                else self.builder.labels(st.rnd, st.maps)
         if self.output is not None:  # the workers write the rows; the client gets counts
             edge_ids = src = dst = w = None
             n_forest, total = self._write_forest(st, ids_f)

@@ -252,15 +252,20 @@ def _kind(weight_dtype):
     return "float64" if np.dtype(weight_dtype).kind == "f" else "int64"
 
 
+def _kernel_modules():
+    """The modules whose Numba kernels a run compiles: the CPU backend's, and the generators' own."""
+    from mst_dist.generators import families
+    from mst_dist.kernels.cpu import chunk, finish, phases, slicing, solve
+
+    return chunk, phases, solve, finish, slicing, families
+
+
 def _dispatchers():
     """The CPU kernels' Numba dispatchers that cache to disk, by qualified name."""
     from numba.core.registry import CPUDispatcher
 
-    from mst_dist.generators import families
-    from mst_dist.kernels.cpu import chunk, finish, phases, slicing, solve
-
     out = {}
-    for mod in (chunk, phases, solve, finish, slicing, families):
+    for mod in _kernel_modules():
         for name, obj in vars(mod).items():
             if isinstance(obj, CPUDispatcher) and obj._cache is not None and \
                     type(obj._cache).__name__ != "NullCache":
@@ -284,16 +289,20 @@ def _stamp_path(kind, part):
 
 
 def _fingerprint():
-    """What the compiled code depends on: the kernels' sources, Numba, Python and this CPU."""
+    """What the compiled code depends on: the kernels' sources, Numba, Python and this CPU.
+
+    The sources: every module of the CPU backend (its kernels call each
+    other's helpers) and those of :func:`_kernel_modules` outside it.
+    """
     import numba
 
-    from mst_dist.generators import families
     from mst_dist.kernels import cpu
 
     h = hashlib.sha256()
     folder = os.path.dirname(cpu.__file__)
-    files = [os.path.join(folder, name) for name in sorted(os.listdir(folder)) if name.endswith(".py")]
-    for path in [*files, families.__file__]:
+    files = {os.path.abspath(os.path.join(folder, name)) for name in os.listdir(folder) if name.endswith(".py")}
+    files |= {os.path.abspath(m.__file__) for m in _kernel_modules()}
+    for path in sorted(files, key=os.path.basename):
         with open(path, "rb") as f:
             h.update(os.path.basename(path).encode() + b"\0" + f.read())
     h.update(f"{numba.__version__} {sys.version} {numba.config.THREADING_LAYER}".encode())

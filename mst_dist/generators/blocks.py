@@ -4,16 +4,20 @@ The edge index space is cut into fixed blocks of :data:`BLOCK` edges; block
 ``b`` draws all its randomness (structure first, then weights) from
 :func:`block_rng` (``np.random.default_rng([seed, family_tag, 0, b])``) and a
 row range is the slice of the blocks it overlaps, so the rows of a range do
-not depend on how the edge list is split.  :func:`random_rows` serves the
+not depend on how the edge list is split.  :func:`block_rows` fills a row
+range block by block (on threads if asked); :func:`random_rows` serves the
 families whose endpoints are drawn, :func:`fixed_rows` those whose endpoints
 are a function of the edge index (only their weights are drawn).
 """
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+
 import numpy as np
 
 __all__ = ["BLOCK", "TAGS", "STREAM_BLOCK", "STREAM_GLOBAL", "STREAM_SHAPE", "block_rng",
-           "global_rng", "draw_weights", "empty_rows", "check_range", "block_spans", "random_rows",
+           "global_rng", "draw_weights", "empty_rows", "check_range", "block_spans", "block_rows", "random_rows",
            "range_weights", "fixed_rows"]
 
 #: Edges per random block.  Part of the definition of every generated graph:
@@ -86,27 +90,46 @@ def block_spans(start, stop, m):
         yield b, b0, blen, max(start, b0) - b0, min(stop, b0 + blen) - b0
 
 
+def block_rows(start, stop, m, weights, fill, threads=1):
+    """Rows [start, stop) written block by block by ``fill`` into arrays made here.
+
+    ``fill(block, block_len, lo, hi, out, o)`` writes rows ``lo:hi`` of the
+    block into ``out = (src, dst, weight)`` from position ``o``.  With
+    ``threads > 1`` the blocks are filled on that many threads (for a
+    ``fill`` that releases the GIL for most of its time).
+    """
+    start, stop = check_range(start, stop, m)
+    if start == stop:
+        return empty_rows(weights)
+    out = (np.empty(stop - start, np.int64), np.empty(stop - start, np.int64),
+           np.empty(stop - start, np.int64 if weights == "int" else np.float64))
+    jobs = [partial(fill, b, blen, lo, hi, out, b0 + lo - start)
+            for b, b0, blen, lo, hi in block_spans(start, stop, m)]
+    threads = min(len(jobs), threads)
+    if threads <= 1:
+        for job in jobs:
+            job()
+    else:
+        with ThreadPoolExecutor(threads, thread_name_prefix="mst-blocks") as pool:
+            for f in [pool.submit(job) for job in jobs]:
+                f.result()
+    return out
+
+
 def random_rows(start, stop, m, seed, tag, weights, wmin, wmax, draw, **kw):
     """Rows [start, stop) of a random family whose block structure comes from ``draw``.
 
     ``draw(rng, size, **kw) -> (src, dst)`` draws a whole block's endpoints;
     the block's weights are drawn after them from the same stream.
     """
-    start, stop = check_range(start, stop, m)
-    if start == stop:
-        return empty_rows(weights)
-    out_s = np.empty(stop - start, np.int64)
-    out_d = np.empty(stop - start, np.int64)
-    out_w = np.empty(stop - start, np.int64 if weights == "int" else np.float64)
-    for b, b0, blen, lo, hi in block_spans(start, stop, m):
+    def fill(b, blen, lo, hi, out, o):
         rng = block_rng(seed, tag, b)
         s, d = draw(rng, blen, **kw)
         w = draw_weights(rng, blen, weights, wmin, wmax)
-        o = b0 + lo - start
-        out_s[o:o + hi - lo] = s[lo:hi]
-        out_d[o:o + hi - lo] = d[lo:hi]
-        out_w[o:o + hi - lo] = w[lo:hi]
-    return out_s, out_d, out_w
+        for a, x in zip(out, (s, d, w)):
+            a[o:o + hi - lo] = x[lo:hi]
+
+    return block_rows(start, stop, m, weights, fill)
 
 
 def range_weights(start, stop, m, seed, tag, weights, wmin, wmax):

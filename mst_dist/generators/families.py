@@ -13,7 +13,6 @@ builder validates its parameters, sizes the graph and returns a
 """
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 
 import numba
@@ -21,8 +20,7 @@ import numpy as np
 from numba import njit
 
 from mst_dist.generators.blocks import (
-    STREAM_GLOBAL, TAGS, block_rng, block_spans, check_range, draw_weights, empty_rows,
-    fixed_rows, global_rng, random_rows,
+    STREAM_GLOBAL, TAGS, block_rng, block_rows, draw_weights, fixed_rows, global_rng, random_rows,
 )
 from mst_dist.generators.checks import Number, Weights, as_float, as_int, check_size, weight_spec
 from mst_dist.graph import FunctionSource, Graph
@@ -246,18 +244,6 @@ def _rmat_block(b, blen, lo, hi, out, o, *, seed, tag, scale, thresholds, mults,
     out_w[o:o + hi - lo] = w[lo:hi]
 
 
-def _run_blocks(jobs):
-    """Run ``jobs`` (no-argument callables releasing the GIL for most of their time) on threads."""
-    threads = min(len(jobs), numba.get_num_threads())
-    if threads <= 1:
-        for job in jobs:
-            job()
-        return
-    with ThreadPoolExecutor(threads, thread_name_prefix="mst-rmat") as pool:
-        for f in [pool.submit(job) for job in jobs]:
-            f.result()
-
-
 # --------------------------------------------------------------------------
 # row functions (module level: pickled into the workers' tasks)
 # --------------------------------------------------------------------------
@@ -277,17 +263,10 @@ def _gnp_rows(start, stop, *, n, m, seed, tag, weights, wmin, wmax):
 def _rmat_rows(start, stop, *, m, scale, a, b, c, mults, adds, shift, seed, tag,
                weights, wmin, wmax):
     """Rows [start, stop) of the R-MAT graph, its blocks drawn on the process's Numba threads."""
-    start, stop = check_range(start, stop, m)
-    if start == stop:
-        return empty_rows(weights)
-    out = (np.empty(stop - start, np.int64), np.empty(stop - start, np.int64),
-           np.empty(stop - start, np.int64 if weights == "int" else np.float64))
-    kw = dict(seed=seed, tag=tag, scale=scale, thresholds=_rmat_thresholds(a, b, c),
-              mults=np.array(mults, np.uint64), adds=np.array(adds, np.uint64), shift=shift,
-              weights=weights, wmin=wmin, wmax=wmax)
-    _run_blocks([partial(_rmat_block, blk, blen, lo, hi, out, b0 + lo - start, **kw)
-                 for blk, b0, blen, lo, hi in block_spans(start, stop, m)])
-    return out
+    fill = partial(_rmat_block, seed=seed, tag=tag, scale=scale, thresholds=_rmat_thresholds(a, b, c),
+                   mults=np.array(mults, np.uint64), adds=np.array(adds, np.uint64), shift=shift,
+                   weights=weights, wmin=wmin, wmax=wmax)
+    return block_rows(start, stop, m, weights, fill, threads=numba.get_num_threads())
 
 
 def _circulant_rows(start, stop, *, n, d, m, seed, tag, weights, wmin, wmax):

@@ -236,5 +236,7 @@ def test_in_process_cluster_batches_its_messages_for_a_millisecond_at_most():
 
 
 def test_worker_processes_keep_dasks_batching():
+    from mst_dist.deploy.local import IN_PROCESS_BATCH_SECONDS
+
     with embedded(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as client:
-        assert client.scheduler_comm.interval == pytest.approx(0.01)
+        assert client.scheduler_comm.interval > IN_PROCESS_BATCH_SECONDS  # Dask's own, left alone
