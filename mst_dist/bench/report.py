@@ -427,20 +427,27 @@ def _md_cold(report, lines):
                 "its first import to the result in hand: mst-dist `import` + `Graph.from_arrays` + "
                 "`minimum_spanning_forest(g)` without a client (embedded default), or scipy's import + "
                 "CSR build + `minimum_spanning_tree`; engine and scipy runs interleaved.  Min of the runs "
-                "(median in brackets); *process*: the whole process, interpreter start and exit included.")
+                "(median in brackets); *process*: the whole process, interpreter start and exit included.  "
+                "*Floor*: what any engine of Numba kernels on an in-process Dask cluster pays before it "
+                "touches a graph, timed the same way without mst-dist: `import numba`, the first call of one "
+                "cached parallel kernel (Numba's start and the kernel's load), `import distributed` and a "
+                "one-worker in-process `LocalCluster` with its client.")
     _md_header(lines, ["graph", "m", "engine fresh s (import / graph / solve)", "engine warm s",
-                       "fresh − warm s", "scipy fresh s", "vs scipy (fresh)", "engine process s",
-                       "scipy process s", "weights agree"])
+                       "fresh − warm s", "floor s (numba / kernel / dask)", "scipy fresh s", "vs scipy (fresh)",
+                       "engine process s", "scipy process s", "weights agree"])
     for g, c in rows:
         warm = _get(g["methods"], "engine", "min", "total")
         sc = c.get("scipy") or {}
         e_min, e_med = c["min"], c["median"]
         s_min = sc.get("min", {})
+        f_min = (c.get("floor") or {}).get("min")
+        floor = "–" if not f_min else (f"{_fmt_s(f_min['total'])}: {_fmt_s(f_min['numba'])} / "
+                                        f"{_fmt_s(f_min['kernel'])} / {_fmt_s(f_min['dask'])}")
         lines.append("| " + " | ".join([
             g["name"], _fmt_m(g["m"]),
             f"{_fmt_s(e_min['total'])} ({_fmt_s(e_med['total'])}): {_fmt_s(e_min.get('import'))} / "
             f"{_fmt_s(e_min.get('graph'))} / {_fmt_s(e_min.get('solve'))}",
-            _fmt_s(warm), _fmt_s(None if warm is None else e_min["total"] - warm),
+            _fmt_s(warm), _fmt_s(None if warm is None else e_min["total"] - warm), floor,
             f"{_fmt_s(s_min.get('total'))} ({_fmt_s(sc.get('median', {}).get('total'))})",
             _fmt_x(_ratio(s_min.get("total"), e_min["total"])),
             _fmt_s(e_min.get("process")), _fmt_s(s_min.get("process")),

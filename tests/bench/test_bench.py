@@ -350,7 +350,7 @@ def test_engine_gpu_method_on_numpy_stand_in(tmp_path, monkeypatch):
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_cold_method_runs_fresh_processes(tmp_path):
-    """``cold``: the engine, scipy and the CLI each in a fresh process per run, interleaved; same answers as warm."""
+    """``cold``: the engine, scipy, the CLI and the floor each in a fresh process per run, interleaved."""
     cfg = {**TINY, "repeat": 2, "methods": ["engine", "scipy", "cold"], "graphs": TINY["graphs"][:2]}
     lines = []
     report = bench.run_bench(cfg, tmp_path, log=lines.append)
@@ -374,11 +374,19 @@ def test_cold_method_runs_fresh_processes(tmp_path):
         for run in cli["runs"]:
             assert run["total"] == pytest.approx(run["setup"] + run["solve"] + run["finish"], abs=1e-3)
             assert run["process"] > run["wall"] > run["total"] > 0
+        # the floor: Numba's start, one cached kernel and an in-process Dask cluster, without mst-dist
+        floor = cold["floor"]
+        assert len(floor["runs"]) == 2
+        for run in floor["runs"]:
+            assert run["total"] == pytest.approx(run["numba"] + run["kernel"] + run["dask"])
+            assert min(run["numba"], run["kernel"], run["dask"]) > 0
+            assert run["process"] > run["total"]
         assert cold["printed"] is False  # the library's fresh processes wrote nothing to stderr
-    # interleaved: engine run 1, scipy run 1, CLI run 1, engine run 2, ...
+    # interleaved: engine run 1, scipy run 1, CLI run 1, floor run 1, engine run 2, ...
     order = [ln.split()[1] for ln in lines if ln.strip().startswith("cold ")]
-    assert order[:6] == ["engine", "scipy", "cli", "engine", "scipy", "cli"]
+    assert order[:8] == ["engine", "scipy", "cli", "floor"] * 2
     md = (tmp_path / "bench.md").read_text()
     assert "## Cold start (a fresh Python process per run)" in md
     assert "### The command line on the same graph, generated on its workers" in md
     assert md.count("| er |") >= 3  # the CPU table, the cold table and the CLI's
+    assert "floor s (numba / kernel / dask)" in md
