@@ -214,7 +214,8 @@ if method == "floor":
     floor_kernel.total(np.arange(1000))
     t2 = time.perf_counter()
     from distributed import Client, LocalCluster
-    cluster = LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None)
+    # as the embedded default: one in-process worker, a thread per core (Dask's count), no dashboard
+    cluster = LocalCluster(n_workers=1, processes=False, dashboard_address=None)
     client = Client(cluster)
     t3 = time.perf_counter()
     client.close(); cluster.close()
