@@ -1,7 +1,6 @@
 """mst_dist.environment: versions, the machine description and optional imports."""
 import os
 import platform
-import shutil
 import subprocess
 import sys
 
@@ -10,7 +9,7 @@ import pytest
 
 import mst_dist
 from mst_dist import environment
-from support import ROOT
+from support import ROOT, needs
 
 
 def test_versions_reports_installed_packages_only(monkeypatch):
@@ -30,9 +29,10 @@ def test_versions_gpu_imports_the_gpu_modules(monkeypatch):
     assert v["pylibcugraph"] is None
 
 
-@pytest.mark.skipif(not os.path.isdir(os.path.join(ROOT, ".git")) or shutil.which("git") is None,
-                    reason="not a git checkout")
 def test_versions_names_the_checkouts_commit():
+    if not os.path.exists(os.path.join(ROOT, ".git")):
+        needs.unavailable("the tests do not run from a git checkout (an unpacked source archive)")
+    needs.program("git", "apt-get install git")
     def head():
         return subprocess.run(["git", "-C", ROOT, "rev-parse", "HEAD"], capture_output=True, text=True,
                               check=True).stdout.strip()

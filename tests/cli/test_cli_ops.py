@@ -11,7 +11,7 @@ import mst_dist
 from mst_dist.diagnostics import dashboard
 from support.chromium import chromium_path
 from support.naive import kruskal
-from support import ROOT
+from support import ROOT, needs
 from support.cli import on_a_terminal, run_cli
 
 # --------------------------------------------------------------------------
@@ -83,9 +83,7 @@ def test_report_and_html_plot(tmp_path):
 @pytest.mark.slow
 def test_png_plot(tmp_path):
     if chromium_path() is None:
-        if os.environ.get("CI"):
-            pytest.fail("chromium is missing in CI: .ci/run must apt-get install chromium")
-        pytest.skip("chromium is not installed (apt-get install chromium); .ci/run installs it")
+        needs.unavailable("chromium is not installed: apt-get install chromium")
     from PIL import Image
 
     # two workers: chunks move between them, so the bytes-moved figure has bars
@@ -157,7 +155,6 @@ def test_submit_generated(tmp_path, running):
 
 @pytest.mark.slow
 def test_submit_reads_input_on_the_workers(tmp_path, running):
-    pytest.importorskip("mst_dist.io.readers")
     cluster, c = running
     rng = np.random.default_rng(3)
     src, dst, w = rng.integers(0, 500, 4000), rng.integers(0, 500, 4000), rng.integers(1, 100, 4000)

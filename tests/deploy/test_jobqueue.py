@@ -15,7 +15,7 @@ import yaml
 import mst_dist
 from mst_dist.cli.runconfig import validate_run_config
 from mst_dist.deploy import jobqueue
-from support import ROOT
+from support import ROOT, needs
 from support.cli import GEN, cli_env, cluster_of, run_cli
 from support.naive import kruskal
 
@@ -26,13 +26,7 @@ from support.naive import kruskal
 
 @pytest.fixture(scope="module")
 def dask_jobqueue():
-    try:
-        import dask_jobqueue
-    except ImportError:
-        if os.environ.get("CI"):
-            pytest.fail("dask-jobqueue is missing in CI: .ci/run must install mst-dist[hpc]")
-        pytest.skip("dask-jobqueue is not installed: pip install 'mst-dist[hpc]'")
-    return dask_jobqueue
+    return needs.module("dask_jobqueue", "pip install 'mst-dist[hpc]'")
 
 
 def test_slurm_job_script(dask_jobqueue):
@@ -185,11 +179,10 @@ def slurm(tmp_path_factory):
     """
     missing = [b for b in SLURM_BINARIES if shutil.which(b) is None and not os.path.exists(f"/usr/sbin/{b}")]
     if missing:
-        if os.environ.get("CI"):
-            pytest.fail(f"{', '.join(missing)} missing in CI: .ci/run must apt-get install slurm-wlm munge")
-        pytest.skip(f"SLURM is not installed ({', '.join(missing)}): apt-get install slurm-wlm munge")
+        needs.unavailable(f"SLURM is not installed ({', '.join(missing)}): apt-get install slurm-wlm munge")
     if os.geteuid() != 0:
-        pytest.skip("starting slurmd here needs root")
+        needs.unavailable("a single-node SLURM's slurmd and slurmctld run as root (SlurmUser=root): "
+                          "run these tests as root, as .ci/run does")
     import socket
 
     d = tmp_path_factory.mktemp("slurm")

@@ -8,7 +8,6 @@ dashboard links, fetched over HTTP.
 """
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -25,7 +24,7 @@ from mst_dist.cli import commands as cli
 from mst_dist.cli.report import cluster_shape
 from mst_dist.deploy import open_cluster
 from mst_dist.deploy.local import embedded
-from support import ROOT
+from support import ROOT, needs
 from support.cli import CLI, cli_env, cluster_of
 
 LOOPBACK = {"127.0.0.1", "::1"}
@@ -169,8 +168,7 @@ def test_start_local_script(tmp_path):
     from distributed import Client
     from distributed.system import MEMORY_LIMIT
 
-    if shutil.which("dask") is None:
-        pytest.skip("the `dask` command is not on PATH (pip install distributed)")
+    needs.program("dask", "pip install distributed (it installs the `dask` command)")
     taken = socket.socket()
     taken.bind(("127.0.0.1", 0))
     taken.listen()

@@ -1,6 +1,5 @@
 """Cluster kind mpi (dask-mpi): ``mpirun -n 4 mst-dist run --mpi CONFIG``, for real."""
 import json
-import os
 import shutil
 import subprocess
 import time
@@ -9,23 +8,15 @@ import numpy as np
 import pytest
 
 import mst_dist
+from support import needs
 from support.cli import CLI, cli_env
 from support.naive import kruskal
 
 
 def mpirun_or_skip():
-    exe = shutil.which("mpirun")
-    if exe is None:
-        if os.environ.get("CI"):
-            pytest.fail("mpirun is missing in CI: .ci/run must apt-get install openmpi-bin libopenmpi-dev")
-        pytest.skip("mpirun is not installed (apt-get install openmpi-bin libopenmpi-dev); .ci/run installs it")
-    try:
-        import dask_mpi  # noqa: F401
-        import mpi4py  # noqa: F401
-    except ImportError as e:
-        if os.environ.get("CI"):
-            pytest.fail(f"{e}: .ci/run must install mst-dist[hpc]")
-        pytest.skip(f"{e}: pip install 'mst-dist[hpc]'")
+    exe = needs.program("mpirun", "apt-get install openmpi-bin libopenmpi-dev")
+    needs.module("dask_mpi", "pip install 'mst-dist[hpc]'")
+    needs.module("mpi4py", "pip install 'mst-dist[hpc]'")
     return exe
 
 

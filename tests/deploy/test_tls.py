@@ -13,11 +13,12 @@ import mst_dist
 from mst_dist.cli import commands as cli
 from mst_dist.config import ConfigError
 from mst_dist.deploy import open_cluster, security_of
+from support import needs
 from support.cli import cluster_of
 from support.naive import kruskal
 
-pytest.importorskip("cryptography", reason="the tests make their certificates with the cryptography package "
-                                           "(pip install cryptography; the test extra has it)")
+needs.module("cryptography", "the tests make their certificates with it: pip install 'mst-dist[test]'",
+             module_level=True)
 
 
 @pytest.fixture(scope="module")
@@ -132,7 +133,7 @@ def test_flags_fill_the_section(certs, tmp_path):
 
 def test_jobqueue_workers_get_the_certificates(certs, tmp_path):
     """dask-jobqueue's scheduler speaks tls:// and the job script hands the workers the same files."""
-    pytest.importorskip("dask_jobqueue", reason="pip install 'mst-dist[hpc]'")
+    needs.module("dask_jobqueue", "pip install 'mst-dist[hpc]'")
     from mst_dist.deploy.jobqueue import job_cluster
 
     cfg = cluster_of(kind="slurm", cores=1, memory="1GB", processes=1, security=certs, warmup=False)

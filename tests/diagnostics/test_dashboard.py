@@ -16,7 +16,7 @@ from mst_dist.diagnostics import dashboard, figures
 from mst_dist.engine.keys import task_key
 from mst_dist.deploy.local import embedded
 from support.chromium import Chromium, chromium_path
-from support import ROOT
+from support import ROOT, needs
 
 
 
@@ -89,7 +89,7 @@ def legend_labels(fig):
 def test_static_figures_as_published():
     """A finished run's figures for a file or an image: no toolbar drawn, legends beside the data,
     GPU entries and empty panels left out, no empty cell beside the last panel."""
-    pytest.importorskip("bokeh", reason="the figures need Bokeh: pip install mst-dist[dashboard]")
+    needs.module("bokeh", "the figures need Bokeh: pip install \'mst-dist[dashboard]\'")
     # one worker, CPU only: nothing moved, nothing copied to a GPU: no bytes panel
     cpu = [dict(round_rec(r, 100 >> r, 900 >> r, moved=0), h2d_bytes=0, d2h_bytes=0) for r in range(3)]
     data = {"rounds": figures.round_columns(cpu), "remaining": figures.remaining_columns(cpu),
@@ -122,7 +122,7 @@ def test_static_figures_as_published():
 
 
 def test_page_has_gpu_bars_where_the_cluster_has_gpu_workers():
-    pytest.importorskip("bokeh", reason="the page needs Bokeh: pip install mst-dist[dashboard]")
+    needs.module("bokeh", "the page needs Bokeh: pip install \'mst-dist[dashboard]\'")
     from types import SimpleNamespace
 
     def page(resources):
@@ -137,7 +137,7 @@ def test_page_has_gpu_bars_where_the_cluster_has_gpu_workers():
 def test_count_ticks_in_chromium(tmp_path):
     """The log axis labels counts as 1, 100, 10k, 1M, 2.5M, 1B (not 1.000e+6), run by the browser."""
     need_chromium()
-    pytest.importorskip("bokeh", reason="the figures need Bokeh: pip install mst-dist[dashboard]")
+    needs.module("bokeh", "the figures need Bokeh: pip install \'mst-dist[dashboard]\'")
     from bokeh.embed import file_html
     from bokeh.resources import INLINE
 
@@ -300,9 +300,7 @@ PROBE = ("JSON.stringify({rounds: Array.from(Bokeh.documents[0].get_model_by_nam
 
 def need_chromium():
     if chromium_path() is None:
-        if os.environ.get("CI"):
-            pytest.fail("chromium is missing in CI: .ci/run must apt-get install chromium")
-        pytest.skip("chromium is not installed (apt-get install chromium); .ci/run installs it")
+        needs.unavailable("chromium is not installed: apt-get install chromium")
 
 
 def count_color(png, hex_color, tol=8):

@@ -7,7 +7,7 @@ import pytest
 from mst_dist.generators import BLOCK, GENERATORS, generate
 from mst_dist.generators import blocks, families, geometric, ssca
 import mst_dist
-from support import ROOT
+from support import ROOT, needs
 
 # (kind, params, n, m): small instances of every family, sizes by the formulas
 SMALL = [
@@ -250,7 +250,7 @@ def test_caveman_benchmark_size():
 
 @pytest.mark.parametrize("g_,k", [(1, 2), (1, 3), (1, 5), (2, 2), (2, 3), (3, 3), (4, 5), (7, 6)])
 def test_connected_caveman_matches_networkx(g_, k):
-    nx = pytest.importorskip("networkx")
+    nx = needs.module("networkx", "pip install 'mst-dist[networkx]'")
     ref = nx.connected_caveman_graph(g_, k)
     g = generate("connected_caveman", g=g_, k=k)
     s, d, _ = g.to_arrays()

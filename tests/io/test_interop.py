@@ -4,10 +4,11 @@ import pytest
 
 import mst_dist
 from mst_dist import Graph, InvalidGraphError
+from support import needs
 from support.naive import kruskal
 
-nx = pytest.importorskip("networkx")
-sp = pytest.importorskip("scipy.sparse")
+nx = needs.module("networkx", "pip install 'mst-dist[networkx]'", module_level=True)
+sp = needs.module("scipy.sparse", "pip install scipy", module_level=True)
 
 
 def msf(g, client, **kw):
@@ -130,7 +131,7 @@ def test_to_scipy(client):
 # --------------------------------------------------------------------------
 
 def test_pandas_round_trip(client):
-    pd = pytest.importorskip("pandas")
+    pd = needs.module("pandas", "pip install pandas")
     df = pd.DataFrame({"a": [0, 1, 2, 0], "b": [1, 2, 0, 3], "w": [4.0, 1.0, 2.0, 7.0]})
     g = Graph.from_pandas(df, src="a", dst="b", weight="w")
     res = msf(g, client)
@@ -149,8 +150,8 @@ def test_pandas_round_trip(client):
 
 
 def test_dask_dataframe_is_lazy_and_partitioned(client):
-    pd = pytest.importorskip("pandas")
-    dd = pytest.importorskip("dask.dataframe")
+    pd = needs.module("pandas", "pip install pandas")
+    dd = needs.module("dask.dataframe", "pip install 'dask[dataframe]'")
     rng = np.random.default_rng(5)
     m, n = 5000, 700
     df = pd.DataFrame({"src": rng.integers(0, n, m), "dst": rng.integers(0, n, m),
@@ -170,8 +171,8 @@ def test_dask_dataframe_is_lazy_and_partitioned(client):
 
 
 def test_dask_dataframe_errors(client):
-    pd = pytest.importorskip("pandas")
-    dd = pytest.importorskip("dask.dataframe")
+    pd = needs.module("pandas", "pip install pandas")
+    dd = needs.module("dask.dataframe", "pip install 'dask[dataframe]'")
     df = pd.DataFrame({"src": [0, 1, 2, 3], "dst": [1, 2, 3, -1], "weight": [1.0, 2, 3, 4]})
     with pytest.raises(InvalidGraphError, match="partition 1"):
         Graph.from_dask_dataframe(dd.from_pandas(df, npartitions=2))

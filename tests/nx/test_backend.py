@@ -9,7 +9,9 @@ from importlib.metadata import entry_points
 import numpy as np
 import pytest
 
-nx = pytest.importorskip("networkx")
+from support import needs
+
+nx = needs.module("networkx", "pip install 'mst-dist[networkx]'", module_level=True)
 
 from mst_dist.nx import FUNCTIONS, ArrayGraph, BackendInterface
 
