@@ -460,15 +460,9 @@ def main(argv=None):
     if args.command == "job-script":
         args.quiet, args.verbose, args.log_level = True, 0, None
     if args.command == "bench":
-        from mst_dist.bench import cli as bench_cli
+        from mst_dist.bench import run_args
 
-        forwarded = [args.config, "--out", args.out]
-        for flag, value in (("--repeat", args.repeat), ("--only", args.only), ("--methods", args.methods)):
-            if value is not None:
-                forwarded += [flag, str(value)]
-        if args.no_strict:
-            forwarded.append("--no-strict")
-        return bench_cli(forwarded)
+        return run_args(args)  # the subcommand's arguments are mst_dist.bench's own
     from rich.console import Console
 
     console = Console(stderr=True, **({"color_system": None, "force_terminal": False} if _under_mpi() else {}))

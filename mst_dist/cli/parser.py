@@ -277,10 +277,11 @@ def build_parser():
 
     b = sub.add_parser(
         "bench",
-        help="benchmark the engine against scipy and rustworkx",
-        description="Run a benchmark config (configs/bench-cpu.yaml): the engine on its embedded "
-                    "default, its kernels without Dask, scipy and rustworkx, side by side in this "
-                    "process; writes bench.json and bench.md.",
+        help="measure the engine on this machine or a running cluster",
+        description="Time the engine on generated graphs (default: er, grid2000, rmat20) on the "
+                    "embedded default cluster or --scheduler's: seconds, edges/s, each phase's "
+                    "seconds and the bytes moved, with scipy beside it if installed; writes "
+                    "bench.json and bench.md.",
     )
     _bench_parser(b)
     return p

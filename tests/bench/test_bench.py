@@ -1,15 +1,17 @@
-"""The benchmark harness (mst_dist.bench) on tiny graphs: every method agrees."""
+"""The benchmark harness (benchmarks/) on tiny graphs: every method agrees."""
 import json
 import os
 
 import pytest
 
-pytest.importorskip("scipy")
-pytest.importorskip("rustworkx")
-
-from mst_dist import bench  # noqa: E402
-from mst_dist.bench import gpu as bench_gpu  # noqa: E402
 from support import ROOT
+from support.needs import module
+
+module("scipy", "pip install -r benchmarks/requirements.txt", module_level=True)
+module("rustworkx", "pip install -r benchmarks/requirements.txt", module_level=True)
+
+import benchmarks as bench  # noqa: E402
+from benchmarks import gpu as bench_gpu  # noqa: E402
 
 
 # bench-small's families at m ~ 1e5 (R-MAT with self-loops, parallel edges and isolated vertices)
@@ -92,13 +94,13 @@ def test_only_and_repeat_and_bad_config(tmp_path):
 
 
 def test_dedupe_config_validates():
-    cfg = bench.load_config(os.path.join(ROOT, "configs", "bench-dedupe.yaml"))
+    cfg = bench.load_config(os.path.join(ROOT, "benchmarks", "configs", "bench-dedupe.yaml"))
     assert cfg["methods"] == ["kernels-loop", "kernels-loop-dedupe"]
 
 
 @pytest.mark.parametrize("name", ["bench-cpu.yaml", "bench-small.yaml"])
 def test_shipped_configs_validate(name):
-    cfg = bench.load_config(os.path.join(ROOT, "configs", name))
+    cfg = bench.load_config(os.path.join(ROOT, "benchmarks", "configs", name))
     assert cfg["methods"] == ["engine", "engine-no-client", "engine-distributed", "kernels-loop", "scipy",
                               "rustworkx", "cold"]
     assert len(cfg["graphs"]) == 5
@@ -170,7 +172,7 @@ def test_gpu_method_status_reasons(monkeypatch):
 
 
 def test_gpu_config_validates():
-    cfg = bench.load_config(os.path.join(ROOT, "configs", "bench-gpu.yaml"))
+    cfg = bench.load_config(os.path.join(ROOT, "benchmarks", "configs", "bench-gpu.yaml"))
     assert cfg["methods"] == ["engine", "engine-gpu", "cugraph"]
     assert cfg["repeat"] == 5
     gens = {g["name"]: g["generate"] for g in cfg["graphs"]}
@@ -326,7 +328,6 @@ def test_cugraph_method_with_stand_in(tmp_path, monkeypatch):
 @pytest.mark.timeout(120)
 def test_engine_gpu_method_on_numpy_stand_in(tmp_path, monkeypatch):
     """engine-gpu's harness on the GPU code path with NumPy arrays (mst.gpu.array-module: numpy)."""
-    pytest.importorskip("mst_dist.kernels.gpu")
     import dask.config
     import numpy as np
 

@@ -1,9 +1,10 @@
-"""The benchmark config's schema (mst_dist.bench.config): defaults, checks, messages."""
+"""The benchmark config's schema (benchmarks/config.py): defaults, checks, messages."""
 import pytest
 
-from mst_dist.bench import config
+from benchmarks import config
 from mst_dist.config import ConfigError
 from support import ROOT
+from support.needs import module
 
 ONE = [{"name": "a", "generate": {"kind": "grid", "rows": 3, "cols": 3}}]
 
@@ -43,14 +44,14 @@ def test_informational_targets_validate_and_round_trip():
     assert cfg["targets"]["informational"] is True
     assert cfg["targets"]["scipy_geomean"] == config.DEFAULT_TARGETS["scipy_geomean"]
     assert config.validate_config(cfg) == cfg
-    assert config.load_config(f"{ROOT}/configs/bench-small.yaml")["targets"]["informational"] is True
-    assert config.load_config(f"{ROOT}/configs/bench-cpu.yaml")["targets"]["informational"] is False
+    assert config.load_config(f"{ROOT}/benchmarks/configs/bench-small.yaml")["targets"]["informational"] is True
+    assert config.load_config(f"{ROOT}/benchmarks/configs/bench-cpu.yaml")["targets"]["informational"] is False
 
 
 def test_informational_targets_report_ratios_without_verdicts(tmp_path):
     """bench-small's targets: each ratio beside its target, marked INFO, never PASS or FAIL."""
-    pytest.importorskip("scipy")
-    from mst_dist import bench
+    module("scipy", "pip install -r benchmarks/requirements.txt")
+    import benchmarks as bench
 
     cfg = {"repeat": 1, "warmup": 0, "methods": ["engine", "kernels-loop", "scipy"], "targets": "informational",
            "graphs": [{"name": "er", "generate": {"kind": "erdos_renyi", "n": 2000, "m": 8000, "seed": 1}}]}

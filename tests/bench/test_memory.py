@@ -1,11 +1,11 @@
-"""The RSS sampler of a process tree (mst_dist.bench.memory): it sees children's and grandchildren's memory."""
+"""The RSS sampler of a process tree (benchmarks/memory.py): it sees children's and grandchildren's memory."""
 import subprocess
 import sys
 import time
 
 import pytest
 
-from mst_dist.bench.memory import TreeSampler, tree_rss
+from benchmarks.memory import TreeSampler, tree_rss
 
 MIB = 2**20
 

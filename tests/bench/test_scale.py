@@ -1,4 +1,4 @@
-"""The scale benchmark end to end on tiny graphs (mst_dist.bench.scale): table, memory, targets, failures."""
+"""The scale benchmark end to end on tiny graphs (benchmarks/scale): table, memory, targets, failures."""
 import json
 import signal
 
@@ -6,8 +6,8 @@ import psutil
 import pytest
 import yaml
 
-from mst_dist import bench
-from mst_dist.bench.scale.runner import classify
+import benchmarks as bench
+from benchmarks.scale.runner import classify
 
 GEN = {"kind": "rmat", "scale": 12, "edge_factor": 8, "seed": 3}
 

@@ -1,16 +1,16 @@
-"""The scale benchmark's configs (mst_dist.bench.scale.config): the shipped ones, defaults, errors."""
+"""The scale benchmark's configs (benchmarks/scale/config.py): the shipped ones, defaults, errors."""
 import os
 
 import pytest
 import yaml
 
 from mst_dist import generate
-from mst_dist.bench.scale import config
+from benchmarks.scale import config
 from mst_dist.config import ConfigError
 from support import ROOT
 
-SMALL = os.path.join(ROOT, "configs", "bench-scale-small.yaml")
-BIG = os.path.join(ROOT, "configs", "bench-scale.yaml")
+SMALL = os.path.join(ROOT, "benchmarks", "configs", "bench-scale-small.yaml")
+BIG = os.path.join(ROOT, "benchmarks", "configs", "bench-scale.yaml")
 
 ONE = [{"name": "a", "generate": {"kind": "rmat", "scale": 8, "seed": 1}}]
 
@@ -118,9 +118,9 @@ def test_errors_name_the_key(bad, key, message):
 
 
 def test_compare_configs_are_not_scale_configs():
-    from mst_dist import bench
+    import benchmarks as bench
 
-    raw = _load(os.path.join(ROOT, "configs", "bench-small.yaml"))
+    raw = _load(os.path.join(ROOT, "benchmarks", "configs", "bench-small.yaml"))
     assert not config.is_scale_config(raw)
     with pytest.raises(ConfigError, match="unknown key"):
         bench.validate_config(_load(SMALL))

@@ -490,13 +490,13 @@ def test_new_families_bad_parameters(kind, params, word):
 
 
 def test_bench_suite_config_builds():
-    """configs/bench-suite.yaml: valid for the benchmark runner; every graph has the size it claims."""
+    """benchmarks/configs/bench-suite.yaml: valid for the benchmark runner; every graph has the size it claims."""
     import inspect
     import os
 
-    from mst_dist.bench import load_config
+    from benchmarks import load_config
 
-    path = os.path.join(ROOT, "configs", "bench-suite.yaml")
+    path = os.path.join(ROOT, "benchmarks", "configs", "bench-suite.yaml")
     cfg = load_config(path)
     sizes = {"circulant100m": 300_000_000, "conncaveman100": 49_950_000, "rmat22": 29_360_128,
              "random5m": 30_000_000, "ssca2-5m": 30_004_331, "grid2500": 12_495_000,

@@ -1,9 +1,9 @@
 """One step of the scale benchmark in a process of its own: a method's runs on a graph, or a graph written.
 
-The runner (:mod:`mst_dist.bench.scale.runner`) starts::
+The runner (:mod:`benchmarks.scale.runner`) starts::
 
-    python -m mst_dist.bench.scale.isolated run   SPEC.json EVENTS.jsonl
-    python -m mst_dist.bench.scale.isolated write SPEC.json EVENTS.jsonl
+    python -m benchmarks.scale.isolated run   SPEC.json EVENTS.jsonl
+    python -m benchmarks.scale.isolated write SPEC.json EVENTS.jsonl
 
 and reads the events this process appends to ``EVENTS.jsonl``, one JSON
 object per line, flushed as they happen, so a run that is killed (out of
@@ -16,7 +16,7 @@ without losing the benchmark.
 ``run`` (:func:`run_method`): start the method's cluster, prime the kernels
 on a tiny graph, take the baseline (the tree's RSS before the graph exists),
 then for each run: make the graph and compute its forest while a
-:class:`~mst_dist.bench.memory.TreeSampler` watches this process and its
+:class:`~benchmarks.memory.TreeSampler` watches this process and its
 worker processes.  Events: ``started``, ``cluster``, ``baseline``,
 ``arrays`` (graphs from arrays: the RSS with them loaded), ``run-start`` and
 ``run-end`` (one pair per run), ``done``, or ``error``.
@@ -112,7 +112,7 @@ def _load_arrays(path):
 def _one_run(spec, client, arrays):
     """Make the graph and compute its forest; the run's record (times, answers, statistics)."""
     from mst_dist import Graph, generate, minimum_spanning_forest, read
-    from mst_dist.bench.timing import crc
+    from benchmarks.timing import crc
 
     gen = dict(spec["generate"])
     t0 = time.perf_counter()
@@ -143,7 +143,7 @@ def _one_run(spec, client, arrays):
 
 def run_method(spec, events):
     """A method's runs on one graph (see the module's docstring); events go to ``events``."""
-    from mst_dist.bench.memory import TreeSampler, tree_rss
+    from benchmarks.memory import TreeSampler, tree_rss
 
     events("started", pid=os.getpid())
     t0 = time.perf_counter()
@@ -192,10 +192,10 @@ def write_graph_file(spec, events):
 
 
 def main(argv=None):
-    """``python -m mst_dist.bench.scale.isolated {run,write} SPEC EVENTS``: 0 done, 1 failed."""
+    """``python -m benchmarks.scale.isolated {run,write} SPEC EVENTS``: 0 done, 1 failed."""
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 3 or argv[0] not in ("run", "write"):
-        print("usage: python -m mst_dist.bench.scale.isolated {run,write} SPEC.json EVENTS.jsonl",
+        print("usage: python -m benchmarks.scale.isolated {run,write} SPEC.json EVENTS.jsonl",
               file=sys.stderr)
         return 2
     with open(argv[1], encoding="utf-8") as f:

@@ -1,7 +1,7 @@
 """The CPU methods: the engine, the engine's kernels in a plain loop, scipy and rustworkx.
 
 Each is timed "from int64 edge arrays in memory to the result in hand"; a run
-(``fn(ctx)``, see :mod:`mst_dist.bench.timing`) returns its times and answers:
+(``fn(ctx)``, see :mod:`benchmarks.timing`) returns its times and answers:
 
 ``engine``
     ``Graph.from_arrays`` (validation included) and ``minimum_spanning_forest``
@@ -16,7 +16,7 @@ Each is timed "from int64 edge arrays in memory to the result in hand"; a run
     rows gathered, total weight.  The bar for the Dask driver's overhead.
 ``kernels-loop-dedupe``
     The same, keeping only the lightest of parallel edges after each relabel
-    (whether that filter-edges option pays; configs/bench-dedupe.yaml).
+    (whether that filter-edges option pays; benchmarks/configs/bench-dedupe.yaml).
 ``scipy``
     CSR built with scipy's own linear ``coo_tocsr`` kernel *without* summing
     duplicate entries (``csr_matrix((w, (i, j)))`` would add up parallel edges
@@ -45,7 +45,7 @@ import time
 
 import numpy as np
 
-from mst_dist.bench.timing import as_exact, collect, cpu_seconds, crc
+from benchmarks.timing import as_exact, collect, cpu_seconds, crc
 
 __all__ = ["ONCE", "COLD_METHODS", "engine_settings", "rustworkx_method", "cold_method"]
 

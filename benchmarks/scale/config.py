@@ -1,6 +1,6 @@
 """The scale benchmark's config: graphs, methods, clusters and targets, read and checked from YAML.
 
-A config (``configs/bench-scale.yaml``) is a mapping with
+A config (``benchmarks/configs/bench-scale.yaml``) is a mapping with
 ``benchmark: scale``::
 
     benchmark: scale
@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import json
 
-from mst_dist.bench.config import _integer, _text  # the comparison benchmark's checks
+from benchmarks.config import _integer, _text  # the comparison benchmark's checks
 from mst_dist.config import ConfigError
 
 __all__ = ["SCALE_METHODS", "STREAM_OF", "CLUSTER_KEYS", "SOURCES", "TARGET_CHECKS", "SCALE_SCHEMA",

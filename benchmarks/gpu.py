@@ -36,8 +36,8 @@ import time
 
 import numpy as np
 
-from mst_dist.bench.config import GPU_METHODS
-from mst_dist.bench.timing import as_exact, crc, run_sequential
+from benchmarks.config import GPU_METHODS
+from benchmarks.timing import as_exact, crc, run_sequential
 
 __all__ = ["GPU_ONCE", "cupy_device", "gpu_method_status", "simple_undirected", "run_gpu",
            "start_gpu_cluster", "free_device_memory"]

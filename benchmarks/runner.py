@@ -4,10 +4,10 @@ For every graph of the config the edge arrays (int64 ``src, dst, weight``) are
 materialised once with ``Graph.to_arrays()``; then each method runs on the same
 arrays, ``warmup`` untimed runs and ``repeat`` timed runs (min and median
 reported).  By default (``schedule: interleaved``) the methods of
-:data:`mst_dist.bench.methods.ONCE` go round-robin (run i of each before run
+:data:`benchmarks.methods.ONCE` go round-robin (run i of each before run
 i + 1 of any), so load from other processes on a shared machine hits all of
 them alike; rustworkx, whose graph is expensive to build, runs after them,
-then the GPU methods (:mod:`mst_dist.bench.gpu`).  What one method builds is
+then the GPU methods (:mod:`benchmarks.gpu`).  What one method builds is
 freed before the next (``del`` + ``gc.collect()``).
 
 Every method must find the same total weight on a graph (and the engine, the
@@ -26,11 +26,11 @@ import time
 
 import numpy as np
 
-from mst_dist.bench import gpu
-from mst_dist.bench.config import GPU_METHODS, validate_config
-from mst_dist.bench.methods import ONCE, cold_method, engine_settings, rustworkx_method
-from mst_dist.bench.report import format_report, summarise
-from mst_dist.bench.timing import done, run_interleaved, run_sequential
+from benchmarks import gpu
+from benchmarks.config import GPU_METHODS, validate_config
+from benchmarks.methods import ONCE, cold_method, engine_settings, rustworkx_method
+from benchmarks.report import format_report, summarise
+from benchmarks.timing import done, run_interleaved, run_sequential
 from mst_dist.config import ConfigError
 from mst_dist.environment import gpu_info, loadavg, machine_info, versions
 

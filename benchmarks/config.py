@@ -1,11 +1,11 @@
 """The benchmark config: the methods and targets it may name, read and checked from YAML.
 
-A config is a mapping (``configs/bench-*.yaml``)::
+A config is a mapping (``benchmarks/configs/bench-*.yaml``)::
 
     description: "..."          # free text, copied into the report
     repeat: 3                   # timed runs per method (>= 1)
     warmup: 1                   # untimed runs first (>= 0)
-    schedule: interleaved       # or sequential (see mst_dist.bench.runner)
+    schedule: interleaved       # or sequential (see benchmarks.runner)
     methods: [engine, scipy]    # a subset of ALL_METHODS (default: METHODS)
     rustworkx: {chunk: 2000000, build_repeat: 1}
     targets: {scipy_geomean: 8, gpu_graph: circulant100m}   # overrides of the targets
@@ -49,7 +49,7 @@ DEFAULT_TARGETS = {
 
 #: The GPU benchmark's targets (engine-gpu, min times); checked when a config
 #: lists a GPU method.  The circulant ones apply to the graph named by the
-#: config's ``targets.gpu_graph`` (configs/bench-gpu.yaml: circulant100m).
+#: config's ``targets.gpu_graph`` (benchmarks/configs/bench-gpu.yaml: circulant100m).
 GPU_TARGETS = {
     "cugraph_each": 3.0,         # engine-gpu >= 3x faster than cuGraph build+call on each graph
     "circulant_total_s": 0.336,  # engine-gpu end to end on targets.gpu_graph, below this (seconds)

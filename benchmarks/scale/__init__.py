@@ -1,7 +1,7 @@
 """The scale benchmark: time and peak memory of the engine on graphs up to larger than memory.
 
-    mst-dist bench configs/bench-scale.yaml [--out DIR] [--only NAME] [--methods engine-stream]
-    mst-dist bench configs/bench-scale-small.yaml --out bench-scale-small-out   # two minutes
+    python -m benchmarks benchmarks/configs/bench-scale.yaml [--out DIR] [--only NAME] [--methods engine-stream]
+    python -m benchmarks benchmarks/configs/bench-scale-small.yaml --out bench-scale-small-out   # two minutes
 
 A config with ``benchmark: scale`` runs the engine in memory (``engine``:
 ``stream="never"``) and streamed (``engine-stream``: ``stream="always"``) on
@@ -12,24 +12,24 @@ process of its own, on the embedded default cluster or the graph's own
 RSS of the whole process tree (workers included), in GiB and bytes per edge,
 and the targets of the config as PASS/FAIL lines.
 
-- :mod:`~mst_dist.bench.scale.config`: the YAML schema
+- :mod:`~benchmarks.scale.config`: the YAML schema
   (:func:`validate_scale_config`), the methods and the target checks;
-- :mod:`~mst_dist.bench.scale.runner`: :func:`run_scale`, which writes each
+- :mod:`~benchmarks.scale.runner`: :func:`run_scale`, which writes each
   graph's file, starts and watches each run (timeout, out of memory) and
   checks that runs of one graph agree;
-- :mod:`~mst_dist.bench.scale.isolated`: what the run's own process does;
-- :mod:`~mst_dist.bench.scale.report`: the table and the targets' verdicts.
+- :mod:`~benchmarks.scale.isolated`: what the run's own process does;
+- :mod:`~benchmarks.scale.report`: the table and the targets' verdicts.
 
-The sampler of a process tree's RSS is :mod:`mst_dist.bench.memory`.
+The sampler of a process tree's RSS is :mod:`benchmarks.memory`.
 """
-from mst_dist.bench.scale.config import (
+from benchmarks.scale.config import (
     SCALE_METHODS,
     TARGET_CHECKS,
     is_scale_config,
     validate_scale_config,
 )
-from mst_dist.bench.scale.report import format_scale_report, summarise_scale
-from mst_dist.bench.scale.runner import STATUSES, run_scale
+from benchmarks.scale.report import format_scale_report, summarise_scale
+from benchmarks.scale.runner import STATUSES, run_scale
 
 __all__ = ["SCALE_METHODS", "TARGET_CHECKS", "STATUSES", "is_scale_config", "validate_scale_config",
            "run_scale", "summarise_scale", "format_scale_report"]

@@ -1,6 +1,6 @@
 """Reader throughput: MB/s per worker for every input format (the numbers of docs/io.md).
 
-    python -m mst_dist.bench.iobench --edges 10000000 --dir /tmp/iobench --out iobench.json
+    python -m benchmarks.iobench --edges 10000000 --dir /tmp/iobench --out iobench.json
 
 Writes one graph (Erdős–Rényi, ``n = m / 5``, integer weights 1..1000; a float
 copy for the text formats) in every format under ``--dir`` (kept between runs),
@@ -175,7 +175,7 @@ def table(rows):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m mst_dist.bench.iobench", description=__doc__,
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.iobench", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--edges", type=int, default=10_000_000)
     ap.add_argument("--dir", default="iobench-data")

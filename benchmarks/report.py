@@ -2,8 +2,8 @@
 
 :func:`summarise` turns a run's report (what ``bench.json`` holds) into
 per-graph rows and the verdicts of the targets
-(:data:`~mst_dist.bench.config.DEFAULT_TARGETS`, and
-:data:`~mst_dist.bench.config.GPU_TARGETS` when the config lists a GPU method), for the min and
+(:data:`~benchmarks.config.DEFAULT_TARGETS`, and
+:data:`~benchmarks.config.GPU_TARGETS` when the config lists a GPU method), for the min and
 the median times; :func:`format_report` writes ``bench.md``: the machine, the
 CPU table (and the GPU table), the targets and the engine's per-round details.
 """
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import math
 
-from mst_dist.bench.config import GPU_METHODS
-from mst_dist.bench.timing import done
+from benchmarks.config import GPU_METHODS
+from benchmarks.timing import done
 
 __all__ = ["summarise", "format_report"]
 
@@ -314,7 +314,7 @@ def _md_cpu(report, s, lines):
     lines.append("## Targets (engine on the embedded default)")
     lines.append("")
     if report["config"]["targets"].get("informational"):
-        lines.append("Informational: the targets are set for the full-size graphs (configs/bench-cpu.yaml); "
+        lines.append("Informational: the targets are set for the full-size graphs (benchmarks/configs/bench-cpu.yaml); "
                      "on this config's graphs fixed costs weigh more, so each ratio is shown beside its "
                      "target without a verdict.")
         lines.append("")

@@ -3,12 +3,12 @@
 For each graph of the config, in order: a ``written`` or ``arrays`` graph is
 first generated into a file (once per generator spec and format, not timed,
 in a process of its own; deleted once no later graph needs it); then each of
-the graph's methods runs in a fresh process (:mod:`mst_dist.bench.scale.isolated`)
+the graph's methods runs in a fresh process (:mod:`benchmarks.scale.isolated`)
 on the graph's cluster.  This process watches it:
 
 - its events (baseline, each run's start and end, its record);
 - the RSS of its whole process tree over its lifetime (a
-  :class:`~mst_dist.bench.memory.TreeSampler`), for the report of a run that
+  :class:`~benchmarks.memory.TreeSampler`), for the report of a run that
   does not finish;
 - the time of its current step: past the config's ``timeout`` the process
   and its worker processes are killed, and the method is reported as
@@ -22,7 +22,7 @@ process's log.  The other methods and graphs go on.
 Runs of graphs with the same generator spec must agree on the total weight,
 the number of forest edges and the edge ids (their CRC-32); a disagreement is
 recorded, and :func:`run_scale` raises
-:class:`~mst_dist.bench.runner.BenchMismatch` after writing the reports.
+:class:`~benchmarks.runner.BenchMismatch` after writing the reports.
 """
 from __future__ import annotations
 
@@ -37,12 +37,12 @@ import time
 
 import psutil  # a dependency of distributed
 
-from mst_dist.bench.memory import TreeSampler
-from mst_dist.bench.runner import BenchMismatch, log_to_stderr, select_graphs
-from mst_dist.bench.scale.config import (
+from benchmarks.memory import TreeSampler
+from benchmarks.runner import BenchMismatch, log_to_stderr, select_graphs
+from benchmarks.scale.config import (
     STREAM_OF, generator_spec, graph_spec_key, source_of, validate_scale_config,
 )
-from mst_dist.bench.scale.report import format_scale_report, summarise_scale
+from benchmarks.scale.report import format_scale_report, summarise_scale
 from mst_dist.config import ConfigError
 from mst_dist.environment import loadavg, machine_info, versions
 from mst_dist.generators import generate
@@ -130,6 +130,13 @@ def _tail(path, n=3000):
         return ""
 
 
+def _child_env():
+    """This process's environment with the repository's root on ``PYTHONPATH`` (``benchmarks`` importable)."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    path = os.environ.get("PYTHONPATH")
+    return {**os.environ, "PYTHONPATH": root + (os.pathsep + path if path else "")}
+
+
 def _isolated(step, spec, work, name, timeout, interval, log):
     """Run one step in a child process.
 
@@ -145,8 +152,9 @@ def _isolated(step, spec, work, name, timeout, interval, log):
     events = _Events(events_path)
     t_start = time.perf_counter()
     with open(log_path, "wb") as logf:
-        proc = subprocess.Popen([sys.executable, "-m", "mst_dist.bench.scale.isolated", step, spec_path,
-                                 events_path], stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        proc = subprocess.Popen([sys.executable, "-m", "benchmarks.scale.isolated", step, spec_path,
+                                 events_path], stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                env=_child_env())
     sampler = TreeSampler(pid=proc.pid, interval=interval)
     try:
         sampler.start()
@@ -366,7 +374,7 @@ def run_scale(config, out_dir, *, repeat=None, only=None, methods=None, log=None
     ----------
     config : dict
         A scale config (as YAML-loaded; validated here, see
-        :mod:`mst_dist.bench.scale.config`).
+        :mod:`benchmarks.scale.config`).
     out_dir : path
         Created if needed; each run's log and events go to ``out_dir/runs``.
     repeat : int, optional
@@ -378,7 +386,7 @@ def run_scale(config, out_dir, *, repeat=None, only=None, methods=None, log=None
     log : callable, optional
         Progress lines (default: printed to stderr).
     strict : bool
-        Raise :class:`~mst_dist.bench.runner.BenchMismatch` (after writing
+        Raise :class:`~benchmarks.runner.BenchMismatch` (after writing
         the reports) when runs of one generated graph disagree.
 
     Returns

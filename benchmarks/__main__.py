@@ -1,0 +1,5 @@
+import sys
+
+from benchmarks import cli
+
+sys.exit(cli())

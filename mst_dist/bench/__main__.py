@@ -1,5 +1,0 @@
-import sys
-
-from mst_dist.bench import cli
-
-sys.exit(cli())
