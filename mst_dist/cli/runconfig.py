@@ -2,7 +2,7 @@
 
 A run config says which graph, where the forest goes, which cluster.
 :func:`load_run_config` reads one and checks it against the schema below; a
-mistake raises :class:`~mst_dist.config.ConfigError` naming the key path and
+mistake raises :class:`~mst_dist.ConfigError` naming the key path and
 what is allowed there.  Keys the file leaves out are filled from the engine
 settings (:func:`mst_dist.config.get`, documented in ``mst_dist/mst-dist.yaml``).
 """
