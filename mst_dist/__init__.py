@@ -17,7 +17,7 @@ _kernel_cache_dir()  # compiled kernels persist even where the package folder is
 
 from mst_dist.graph import Graph, InvalidGraphError  # noqa: E402
 from mst_dist.result import MSFResult, RoundStats, RunStats, PHASES
-from mst_dist.api import minimum_spanning_forest
+from mst_dist.api import minimum_spanning_forest, maximum_spanning_forest
 from mst_dist.kernels.gpu import GPUUnavailableError
 from mst_dist.generators import generate, GENERATORS
 from mst_dist.io import interop as _interop  # noqa: F401  (registers Graph.from_networkx, ...)
@@ -27,6 +27,7 @@ from mst_dist._version import __version__
 #: Attributes imported on first use (the readers pull in Numba and pyarrow).
 _LAZY = {
     "read": ("io.readers", "read"),
+    "hdbscan": ("clustering.hdbscan", "hdbscan"),
     "GraphFormatError": ("io.formats", "GraphFormatError"),
     "write_forest": ("io.writers", "write_forest"),
     "write_labels": ("io.writers", "write_labels"),
@@ -59,6 +60,8 @@ __all__ = [
     "RunStats",
     "PHASES",
     "minimum_spanning_forest",
+    "maximum_spanning_forest",
+    "hdbscan",
     "GPUUnavailableError",
     "ClusterStalledError",
     "CheckpointMismatchError",

@@ -225,3 +225,103 @@ def _run_resilient(Driver, graph, client, opts, retries=None):
                 client.wait_for_workers(1, timeout=60)
             except Exception:  # pragma: no cover
                 pass
+
+
+# ---------------------------------------------------------------------------
+# Maximum spanning forest: the minimum one of the negated weights
+# ---------------------------------------------------------------------------
+
+def _negated_rows(start, stop, *, source):
+    """Rows ``start:stop`` of ``source`` with their weights negated (on the worker that loads them)."""
+    s, d, w = source.load(start, stop)
+    if w.dtype.kind == "u":
+        w = w.astype("int64")
+    return s, d, -w
+
+
+def _negated(graph):
+    """``graph`` with every weight negated: arrays negated here, other sources where they load."""
+    import numpy as np
+
+    from mst_dist.graph import ArraySource, FunctionSource, Graph, InvalidGraphError
+
+    dtype = np.dtype(graph.weight_dtype)
+    if dtype.kind == "u":
+        dtype = np.dtype(np.int64)
+    sources = []
+    offset = 0
+    for s in graph.sources:
+        if isinstance(s, ArraySource):
+            w = s.weight
+            if w.dtype.kind in "iu" and w.shape[0]:
+                lo, hi = int(w.min()), int(w.max())
+                if hi > 2**63 - 1 or lo < -(2**63 - 1):
+                    bad = int(np.argmax(w)) if hi > 2**63 - 1 else int(np.argmin(w))
+                    raise InvalidGraphError(f"edge {offset + bad}: weight {int(w[bad])} has no negation in "
+                                            f"int64, which the maximum spanning forest needs; give "
+                                            f"float64 weights", edge=offset + bad)
+            if w.dtype.kind == "u":
+                w = w.astype(np.int64)
+            sources.append(ArraySource(s.src, s.dst, -w))
+        else:
+            sources.append(FunctionSource(_negated_rows, {"source": s}, s.n_edges,
+                                          name=f"negated {getattr(s, 'name', 'source')}",
+                                          splittable=getattr(s, "splittable", True)))
+        offset += s.n_edges
+    return Graph(n_vertices=graph.n_vertices, sources=sources, weight_dtype=dtype,
+                 validated=graph.validated, name=graph.name, meta=dict(graph.meta))
+
+
+def maximum_spanning_forest(graph, client=None, **options) -> MSFResult:
+    """Maximum spanning forest by distributed Borůvka: the minimum one of the negated weights.
+
+    The forest is the unique one under the strict order ``(-weight, edge
+    id)``: the heaviest edges first and, among equal weights, the one given
+    first (the same tie rule as :func:`minimum_spanning_forest`, with the
+    weight order reversed): exactly the edges Kruskal picks over a stable
+    sort by decreasing weight.  This is the forest of Chow and Liu's
+    dependence trees (weights: mutual information) and of networkx's
+    ``maximum_spanning_tree``.
+
+    Parameters
+    ----------
+    graph, client, **options
+        As for :func:`minimum_spanning_forest`, but ``output`` (the workers
+        would write the negated weights): write the result with
+        :func:`mst_dist.write_forest` instead.
+
+    Returns
+    -------
+    MSFResult
+        The forest's rows with their weights as given (``total_weight`` is
+        their sum, the largest of any spanning forest).
+
+    Raises
+    ------
+    InvalidGraphError
+        An integer weight whose negation int64 cannot hold (``-2**63``, or
+        a uint64 above ``2**63 - 1``).
+
+    Examples
+    --------
+    >>> import mst_dist
+    >>> g = mst_dist.Graph.from_arrays([0, 1, 2, 0], [1, 2, 0, 3], [4, 1, 2, 7])
+    >>> res = mst_dist.maximum_spanning_forest(g)
+    >>> res.edge_ids.tolist(), res.total_weight
+    ([0, 2, 3], 13)
+    """
+    import numpy as np
+
+    from mst_dist.result import exact_total
+
+    if options.get("output") is not None:
+        raise ValueError("maximum_spanning_forest: output= would have the workers write the negated "
+                         "weights; write the result with mst_dist.write_forest(result, path) instead")
+    graph = as_graph(graph)
+    result = minimum_spanning_forest(_negated(graph), client, **options)
+    if result.weight is not None:
+        w = -np.asarray(result.weight)
+        dtype = np.dtype(graph.weight_dtype)
+        result.weight = w.astype(dtype) if dtype != w.dtype else w
+        result.total_weight = exact_total(result.weight)
+    return result

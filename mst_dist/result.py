@@ -228,6 +228,26 @@ class MSFResult:
         return (f"MSFResult(forest_edges={self.n_forest_edges:,}, total_weight={self.total_weight}, "
                 f"n_components={self.n_components:,}, rounds={self.stats.n_rounds})")
 
+    # -- clustering (mst_dist.clustering) ------------------------------------------------------
+
+    def linkage(self, *, join_distance=np.inf):
+        """The single-linkage hierarchy, SciPy's ``(n - 1) x 4`` linkage matrix; see :func:`mst_dist.clustering.linkage`."""
+        from mst_dist.clustering import linkage
+
+        return linkage(self, join_distance=join_distance)
+
+    def clusters(self, threshold=None, n_clusters=None, *, join_distance=np.inf):
+        """Flat clusters (``fcluster``'s ``distance`` or ``maxclust`` cut); see :func:`mst_dist.clustering.clusters`."""
+        from mst_dist.clustering import clusters
+
+        return clusters(self, threshold, n_clusters, join_distance=join_distance)
+
+    def levels(self, *, levels_output=None):
+        """The components after each Borůvka round (affinity clustering); see :func:`mst_dist.clustering.levels`."""
+        from mst_dist.clustering import levels
+
+        return levels(self, levels_output=levels_output)
+
 
 def exact_total(weight):
     """Sum of weights, exact for integers (Python int), float64 sum otherwise."""

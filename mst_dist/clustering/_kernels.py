@@ -1,0 +1,407 @@
+"""Numba kernels of the clustering layer: arrays in, arrays out.
+
+Every kernel walks the forest's edges in the engine's order, ``(weight, edge
+id)``, given as ``order`` (positions into ``src``/``dst``) or as ``rank``
+(each edge's position in that order).  The walks are sequential union-finds,
+O(n alpha(n)) apart from the Borůvka levels (O(n) per round).
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(nogil=True, cache=True)
+def _find(parent, x):
+    """Root of ``x``, halving the path on the way."""
+    while parent[x] != x:
+        parent[x] = parent[parent[x]]
+        x = parent[x]
+    return x
+
+
+@njit(nogil=True, cache=True)
+def linkage_rows(n, src, dst, height, order, reps, join_height):
+    """Rows of the single-linkage matrix: Kruskal's merges over the forest, then joins.
+
+    ``height[e]``: float64 merge height of forest edge ``e``; ``order``: the
+    edges in ``(weight, edge id)`` order; ``reps``: one vertex per connected
+    component, in order of the components' smallest vertex.  Each forest edge
+    merges the clusters of its ends; cluster ids are SciPy's (vertices
+    ``0..n-1``, the cluster made by row ``i`` is ``n + i``), a row is
+    ``[smaller id, larger id, height, size]``.  Then the cluster of
+    ``reps[0]`` joins ``reps[1]``'s, then ``reps[2]``'s, ... at
+    ``join_height``.
+    """
+    rows = max(n - 1, 0)
+    Z = np.empty((rows, 4), dtype=np.float64)
+    parent = np.arange(n)
+    size = np.ones(n, dtype=np.int64)
+    cid = np.arange(n)
+    i = 0
+    for k in range(order.shape[0]):
+        e = order[k]
+        ra = _find(parent, src[e])
+        rb = _find(parent, dst[e])
+        if ra == rb:  # not a forest (a caller's mistake): such an edge merges nothing
+            continue
+        ca, cb = cid[ra], cid[rb]
+        Z[i, 0] = min(ca, cb)
+        Z[i, 1] = max(ca, cb)
+        Z[i, 2] = height[e]
+        s = size[ra] + size[rb]
+        Z[i, 3] = s
+        if size[ra] < size[rb]:
+            ra, rb = rb, ra
+        parent[rb] = ra
+        size[ra] = s
+        cid[ra] = n + i
+        i += 1
+    for k in range(1, reps.shape[0]):
+        ra = _find(parent, reps[0])
+        rb = _find(parent, reps[k])
+        if ra == rb:
+            continue
+        ca, cb = cid[ra], cid[rb]
+        Z[i, 0] = min(ca, cb)
+        Z[i, 1] = max(ca, cb)
+        Z[i, 2] = join_height
+        s = size[ra] + size[rb]
+        Z[i, 3] = s
+        if size[ra] < size[rb]:
+            ra, rb = rb, ra
+        parent[rb] = ra
+        size[ra] = s
+        cid[ra] = n + i
+        i += 1
+    return Z[:i]
+
+
+@njit(nogil=True, cache=True)
+def _number(parent, n):
+    """Labels ``0..k-1`` of the union-find's sets, in order of each set's smallest vertex."""
+    labels = np.empty(n, dtype=np.int64)
+    name = np.full(n, -1, dtype=np.int64)
+    k = 0
+    for v in range(n):
+        r = _find(parent, v)
+        if name[r] < 0:
+            name[r] = k
+            k += 1
+        labels[v] = name[r]
+    return labels
+
+
+@njit(nogil=True, cache=True)
+def flat_labels(n, src, dst, height, order, max_clusters, threshold):
+    """Flat clusters of the forest: SciPy's ``fcluster`` criteria, from the forest's edges.
+
+    ``max_clusters < 0``: merge every edge of ``height <= threshold``
+    (criterion ``"distance"``).  Otherwise merge edges in order, a whole
+    group of equal heights at a time, until at most ``max_clusters``
+    clusters are left (criterion ``"maxclust"``: the lowest merge height at
+    which the count is at most ``max_clusters``).  ``src``/``dst``/``height``
+    include the joins of components, if any.  Labels are numbered in order of
+    each cluster's smallest vertex.
+    """
+    parent = np.arange(n)
+    count = n
+    m = order.shape[0]
+    if max_clusters >= 0 and count <= max_clusters:
+        return _number(parent, n)
+    for k in range(m):
+        e = order[k]
+        h = height[e]
+        if max_clusters < 0 and not h <= threshold:
+            break
+        ra = _find(parent, src[e])
+        rb = _find(parent, dst[e])
+        if ra != rb:
+            parent[rb] = ra
+            count -= 1
+        if max_clusters >= 0 and count <= max_clusters:
+            if k + 1 == m or height[order[k + 1]] != h:
+                break
+    return _number(parent, n)
+
+
+@njit(nogil=True, cache=True)
+def boruvka_levels(n, src, dst, rank):
+    """The components after each Borůvka round, run on the forest itself.
+
+    In each round every component takes its cheapest incident edge (least
+    ``rank``) and the components those edges join are merged.  Returns a
+    ``(rounds, n)`` int64 array: row ``r`` labels each vertex with its
+    component after round ``r + 1``, numbered by smallest vertex.
+    """
+    m = src.shape[0]
+    parent = np.arange(n)
+    comp = np.arange(n)              # component of each vertex, this round's numbering
+    best = np.full(n, -1, dtype=np.int64)
+    alive = np.arange(m)             # edges still joining two components
+    levels = []
+    while alive.shape[0] > 0:
+        for k in range(alive.shape[0]):
+            e = alive[k]
+            for c in (comp[src[e]], comp[dst[e]]):
+                b = best[c]
+                if b < 0 or rank[e] < rank[b]:
+                    best[c] = e
+        for k in range(alive.shape[0]):
+            e = alive[k]
+            for c in (comp[src[e]], comp[dst[e]]):
+                b = best[c]
+                if b >= 0:
+                    ra = _find(parent, src[b])
+                    rb = _find(parent, dst[b])
+                    if ra != rb:
+                        parent[rb] = ra
+                    best[c] = -1
+        lab = _number(parent, n)
+        levels.append(lab)
+        comp = lab
+        keep = 0
+        for k in range(alive.shape[0]):
+            e = alive[k]
+            if comp[src[e]] != comp[dst[e]]:
+                alive[keep] = e
+                keep += 1
+        alive = alive[:keep]
+    out = np.empty((len(levels), n), dtype=np.int64)
+    for r in range(len(levels)):
+        out[r] = levels[r]
+    return out
+
+
+@njit(nogil=True, cache=True)
+def core_distances(n, src, dst, weight, k):
+    """Distance of each vertex to its ``k``-th nearest distinct neighbour along its edges.
+
+    Self-loops are skipped; parallel edges count once (their least
+    weight).  A vertex with fewer than ``k`` distinct neighbours gets
+    ``inf``; ``k = 0`` gives zeros.
+    """
+    out = np.zeros(n, dtype=np.float64)
+    if k <= 0:
+        return out
+    d = np.full((n, k), np.inf)
+    nb = np.full((n, k), -1, dtype=np.int64)
+    for e in range(src.shape[0]):
+        a, b = src[e], dst[e]
+        if a == b:
+            continue
+        w = np.float64(weight[e])
+        for t in range(2):
+            v, u = (a, b) if t == 0 else (b, a)
+            # already one of v's k nearest? keep the lesser weight
+            j = -1
+            for i in range(k):
+                if nb[v, i] == u:
+                    j = i
+                    break
+            if j >= 0:
+                if w >= d[v, j]:
+                    continue
+                # drop the old entry, then insert as new
+                for i in range(j, k - 1):
+                    d[v, i] = d[v, i + 1]
+                    nb[v, i] = nb[v, i + 1]
+                d[v, k - 1] = np.inf
+                nb[v, k - 1] = -1
+            if w >= d[v, k - 1]:
+                continue
+            i = k - 1
+            while i > 0 and d[v, i - 1] > w:
+                d[v, i] = d[v, i - 1]
+                nb[v, i] = nb[v, i - 1]
+                i -= 1
+            d[v, i] = w
+            nb[v, i] = u
+    for v in range(n):
+        out[v] = d[v, k - 1]
+    return out
+
+
+@njit(nogil=True, cache=True)
+def condense(Z, n, min_cluster_size):
+    """The condensed tree of a single-linkage matrix (Campello, Moulavi and Sander's HDBSCAN).
+
+    Walks the merges from the last down (a parent before its children): a
+    merge whose two sides both hold at least ``min_cluster_size`` points
+    splits its cluster into two new ones; a smaller side falls out, each of
+    its points leaving the cluster at the merge's lambda (``1 / height``);
+    a side big enough alone goes on as the same cluster.  Clusters are
+    numbered ``n`` (the root), ``n + 1``, ... parents before children.
+
+    Returns ``(parent, child, lam, child_size)``: one row per point (the
+    cluster it falls out of) and one per cluster but the root (its parent).
+    """
+    rows = Z.shape[0]
+    cap = n + 2 * max(rows, 1)
+    p_out = np.empty(cap, dtype=np.int64)
+    c_out = np.empty(cap, dtype=np.int64)
+    l_out = np.empty(cap, dtype=np.float64)
+    s_out = np.empty(cap, dtype=np.int64)
+    if rows == 0:
+        for v in range(n):
+            p_out[v] = n
+            c_out[v] = v
+            l_out[v] = np.inf
+            s_out[v] = 1
+        return p_out[:n], c_out[:n], l_out[:n], s_out[:n]
+    label = np.full(rows, -1, dtype=np.int64)    # cluster an internal node belongs to
+    fallen = np.zeros(rows, dtype=np.bool_)      # the node has fallen out at fall_lam
+    fall_lam = np.zeros(rows, dtype=np.float64)
+    label[rows - 1] = n
+    nxt = n + 1
+    o = 0
+    for i in range(rows - 1, -1, -1):
+        L = label[i]
+        kids = (np.int64(Z[i, 0]), np.int64(Z[i, 1]))
+        if fallen[i]:
+            lam = fall_lam[i]
+            for c in kids:
+                if c < n:
+                    p_out[o] = L
+                    c_out[o] = c
+                    l_out[o] = lam
+                    s_out[o] = 1
+                    o += 1
+                else:
+                    label[c - n] = L
+                    fallen[c - n] = True
+                    fall_lam[c - n] = lam
+            continue
+        h = Z[i, 2]
+        lam = 1.0 / h if h > 0.0 else np.inf
+        sizes = np.empty(2, dtype=np.int64)
+        for t in range(2):
+            c = kids[t]
+            sizes[t] = 1 if c < n else np.int64(Z[c - n, 3])
+        big0 = sizes[0] >= min_cluster_size
+        big1 = sizes[1] >= min_cluster_size
+        for t in range(2):
+            c = kids[t]
+            big = big0 if t == 0 else big1
+            if big and big0 and big1:  # a true split: a new cluster on each side
+                p_out[o] = L
+                c_out[o] = nxt
+                l_out[o] = lam
+                s_out[o] = sizes[t]
+                o += 1
+                if c < n:
+                    # a one-point cluster (min_cluster_size 1): it falls out of itself at once
+                    p_out[o] = nxt
+                    c_out[o] = c
+                    l_out[o] = lam
+                    s_out[o] = 1
+                    o += 1
+                else:
+                    label[c - n] = nxt
+                nxt += 1
+            elif big:  # the side that goes on as the same cluster
+                if c < n:
+                    p_out[o] = L
+                    c_out[o] = c
+                    l_out[o] = lam
+                    s_out[o] = 1
+                    o += 1
+                else:
+                    label[c - n] = L
+            else:  # falls out
+                if c < n:
+                    p_out[o] = L
+                    c_out[o] = c
+                    l_out[o] = lam
+                    s_out[o] = 1
+                    o += 1
+                else:
+                    label[c - n] = L
+                    fallen[c - n] = True
+                    fall_lam[c - n] = lam
+    return p_out[:o], c_out[:o], l_out[:o], s_out[:o]
+
+
+@njit(nogil=True, cache=True)
+def select_clusters(parent, child, lam, size, n, leaf, allow_single_cluster):
+    """Flat clusters of a condensed tree: excess of mass (or its leaves), then each point's cluster.
+
+    Stability of a cluster: the sum over its rows of ``(lambda - birth) *
+    size``.  Excess of mass (Campello, Moulavi, Zimek and Sander,
+    "Hierarchical Density Estimates for Data Clustering, Visualization, and
+    Outlier Detection") walks the clusters from the last (the deepest)
+    up: a cluster whose children's summed stability exceeds its own takes
+    that sum and is not selected; else it is, and none of its descendants
+    is.  The root is a candidate only with ``allow_single_cluster``.
+    ``leaf``: the clusters without child clusters instead.
+
+    Returns ``(selected, labels, probabilities)``: the selected cluster ids,
+    each point's selected cluster (or ``-1``, noise) and its membership
+    strength (its lambda over its cluster's largest, capped at 1).
+    """
+    C = 1
+    for r in range(parent.shape[0]):
+        if child[r] >= n and child[r] - n + 1 > C:
+            C = child[r] - n + 1
+    birth = np.zeros(C)
+    cpar = np.full(C, -1, dtype=np.int64)
+    has_kids = np.zeros(C, dtype=np.bool_)
+    point_row = np.full(n, -1, dtype=np.int64)
+    for r in range(parent.shape[0]):
+        c = child[r]
+        if c >= n:
+            birth[c - n] = lam[r]
+            cpar[c - n] = parent[r] - n
+            has_kids[parent[r] - n] = True
+        else:
+            point_row[c] = r
+    stab = np.zeros(C)
+    death = np.zeros(C)
+    for r in range(parent.shape[0]):
+        p = parent[r] - n
+        stab[p] += (lam[r] - birth[p]) * size[r]
+        if lam[r] > death[p]:
+            death[p] = lam[r]
+    own = np.zeros(C, dtype=np.bool_)
+    if leaf:
+        for c in range(1, C):
+            own[c] = not has_kids[c]
+        if C == 1:
+            own[0] = True
+    else:
+        sub = np.zeros(C)
+        last = 0 if allow_single_cluster else 1
+        for c in range(C - 1, last - 1, -1):
+            if sub[c] > stab[c]:
+                stab[c] = sub[c]
+            else:
+                own[c] = True
+            if c > 0:
+                sub[cpar[c]] += stab[c]
+    anc = np.full(C, -1, dtype=np.int64)   # the selected cluster holding each cluster, if any
+    selected = []
+    for c in range(C):
+        up = anc[cpar[c]] if c > 0 else -1
+        if up < 0 and own[c]:
+            anc[c] = c
+            selected.append(c + n)
+        else:
+            anc[c] = up
+    labels = np.full(n, -1, dtype=np.int64)
+    prob = np.zeros(n)
+    root_max = death[0]
+    for v in range(n):
+        r = point_row[v]
+        if r < 0:
+            continue
+        s = anc[parent[r] - n]
+        if s < 0:
+            continue
+        if s == 0 and (not allow_single_cluster or not lam[r] >= root_max):
+            continue  # the root as the single cluster: its densest points only
+        labels[v] = s
+        if death[s] == 0.0 or np.isinf(lam[r]):
+            prob[v] = 1.0
+        else:
+            prob[v] = min(lam[r], death[s]) / death[s]
+    return np.array(selected, dtype=np.int64), labels, prob
