@@ -15,10 +15,13 @@ from mst_dist.environment import kernel_cache_dir as _kernel_cache_dir  # noqa: 
 
 _kernel_cache_dir()  # compiled kernels persist even where the package folder is read-only
 
-from mst_dist.graph import Graph, InvalidGraphError  # noqa: E402
+from mst_dist.errors import (  # noqa: E402  (every error class, one base: mst_dist.errors)
+    MSTError, ConfigError, InvalidGraphError, GraphFormatError, CheckpointMismatchError,
+    ClusterStalledError, GPUUnavailableError,
+)
+from mst_dist.graph import Graph
 from mst_dist.result import MSFResult, RoundStats, RunStats, PHASES
 from mst_dist.api import minimum_spanning_forest, maximum_spanning_forest
-from mst_dist.kernels.gpu import GPUUnavailableError
 from mst_dist.generators import generate, GENERATORS
 from mst_dist.io import interop as _interop  # noqa: F401  (registers Graph.from_networkx, ...)
 
@@ -28,13 +31,10 @@ from mst_dist._version import __version__
 _LAZY = {
     "read": ("io.readers", "read"),
     "hdbscan": ("clustering.hdbscan", "hdbscan"),
-    "GraphFormatError": ("io.formats", "GraphFormatError"),
     "write_forest": ("io.writers", "write_forest"),
     "write_labels": ("io.writers", "write_labels"),
     "write_graph": ("io.writers", "write_graph"),
     "read_forest": ("io.writers", "read_forest_dataset"),
-    "ClusterStalledError": ("engine.watchdog", "ClusterStalledError"),
-    "CheckpointMismatchError": ("engine.checkpoint", "CheckpointMismatchError"),
 }
 
 
@@ -53,8 +53,14 @@ def __dir__():
     return sorted(set(globals()) | set(_LAZY))
 
 __all__ = [
-    "Graph",
+    "MSTError",
+    "ConfigError",
     "InvalidGraphError",
+    "GraphFormatError",
+    "CheckpointMismatchError",
+    "ClusterStalledError",
+    "GPUUnavailableError",
+    "Graph",
     "MSFResult",
     "RoundStats",
     "RunStats",
@@ -62,13 +68,9 @@ __all__ = [
     "minimum_spanning_forest",
     "maximum_spanning_forest",
     "hdbscan",
-    "GPUUnavailableError",
-    "ClusterStalledError",
-    "CheckpointMismatchError",
     "generate",
     "GENERATORS",
     "read",
-    "GraphFormatError",
     "write_forest",
     "write_labels",
     "write_graph",

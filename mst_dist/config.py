@@ -18,6 +18,8 @@ import os
 import dask.config
 import yaml
 
+from mst_dist.errors import ConfigError  # defined with the package's other errors
+
 __all__ = ["BACKENDS", "STREAM_MODES", "ConfigError", "DEFAULTS", "get", "refresh"]
 
 #: The kernels a run may ask for (``backend=``, ``--backend``, a run config's ``engine.backend``).
@@ -32,15 +34,6 @@ with open(_DEFAULTS_FILE, encoding="utf-8") as _f:
     DEFAULTS = yaml.safe_load(_f)
 
 dask.config.update_defaults(DEFAULTS)
-
-
-class ConfigError(ValueError):
-    """A bad configuration: the message names the key path and what is allowed."""
-
-    def __init__(self, message, key=None, source=None):
-        super().__init__(message)
-        self.key = key
-        self.source = source
 
 
 _NO_DEFAULT = object()

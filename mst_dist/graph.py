@@ -14,6 +14,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from mst_dist.errors import InvalidGraphError  # defined with the package's other errors
+
 __all__ = ["Graph", "InvalidGraphError", "ArraySource", "FunctionSource", "check_edges",
            "CONVERTERS", "as_graph", "VERTEX_BYTES", "vertex_memory"]
 
@@ -36,15 +38,6 @@ def human_bytes(n):
             break
         n /= 1024
     return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-
-
-class InvalidGraphError(ValueError):
-    """Bad input: names the offending edge (global edge id) and what is wrong."""
-
-    def __init__(self, message, edge=None, source=None):
-        super().__init__(message)
-        self.edge = edge
-        self.source = source
 
 
 def _check_dtype(name, a, kinds, what):

@@ -23,6 +23,7 @@ LAYERS = [
     # the data model, the settings, the environment
     ("graph", "result", "config", "environment", "_version"),
     ("kernels",),                          # arrays in, arrays out
+    ("errors",),                           # every error class, one base: imports nothing of mst_dist
 ]
 _RANK = {name: i for i, names in enumerate(LAYERS) for name in names}
 
@@ -145,3 +146,30 @@ def test_no_private_engine_name_outside_the_engine():
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("mst_dist.engine"):
                 bad += [f"{m}: {node.module}.{a.name}" for a in node.names if a.name.startswith("_")]
     assert not bad, "\n".join(bad)
+
+
+#: Exception classes defined outside mst_dist/errors.py, each with why it is not a public error.
+PRIVATE_EXCEPTIONS = {
+    # raised and caught inside check_writable to end its trial write: never reaches a caller
+    ("mst_dist.io.writers", "_Probe"),
+}
+
+
+def test_every_error_class_is_defined_in_errors():
+    """A class deriving from an exception (a builtin one, or one of these) is defined in mst_dist/errors.py."""
+    import builtins
+
+    classes = [(m, node.name, [ast.unparse(b).rpartition(".")[2] for b in node.bases])
+               for m, p in _modules().items() for node in ast.walk(ast.parse(p.read_text()))
+               if isinstance(node, ast.ClassDef)]
+    exceptions = {n for n, v in vars(builtins).items() if isinstance(v, type) and issubclass(v, BaseException)}
+    found = set()
+    while True:  # classes deriving from those found so far, until none is new
+        new = {(m, n) for m, n, bases in classes if (m, n) not in found
+               and any(b in exceptions or b.endswith(("Error", "Exception", "Warning")) for b in bases)}
+        if not new:
+            break
+        found |= new
+        exceptions |= {n for _, n in new}
+    bad = sorted(f"{m}.{n}" for m, n in found - PRIVATE_EXCEPTIONS if m != "mst_dist.errors")
+    assert not bad, "exception classes outside mst_dist.errors: " + ", ".join(bad)

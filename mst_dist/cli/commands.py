@@ -24,12 +24,64 @@ import os
 import sys
 import time
 
+from mst_dist import errors
 from mst_dist.cli.parser import build_parser, generator_params, run_config_from_args
 from mst_dist.cli.summary import print_summary
+from mst_dist.errors import (CheckpointMismatchError, ClusterStalledError, ConfigError, GPUUnavailableError,
+                             InvalidGraphError, MSTError)
 
-__all__ = ["main", "build_parser", "run_config_from_args", "build_graph", "make_client", "print_summary"]
+__all__ = ["main", "build_parser", "run_config_from_args", "build_graph", "make_client", "print_summary",
+           "EXITS", "exit_for"]
 
 logger = logging.getLogger("mst_dist.cli")
+
+
+def _one_line(exc):
+    """``mst-dist: error: MESSAGE``, a message of several lines joined into one."""
+    return "mst-dist: error: " + " ".join(str(exc).split("\n"))
+
+
+def _said(exc):
+    """``mst-dist: error: MESSAGE``, the message as it is."""
+    return f"mst-dist: error: {exc}"
+
+
+def _interrupted(exc):
+    """``mst-dist: interrupted`` (Ctrl-C)."""
+    return "mst-dist: interrupted"
+
+
+#: How a command that raised ends: ``(exception classes, exit status, the line printed on stderr)``.
+#: The first row whose classes the error is an instance of decides; an error of no row is a bug,
+#: and its traceback shows.  A task that raised on a worker matches as it would here: Dask
+#: re-raises the task's own exception, of its own class, on the client.
+EXITS = (
+    # the request is wrong: a run config or flag, the graph or its file, backend gpu where no
+    # worker can run it (the message says what to install), a checkpoint of another run
+    ((ConfigError, InvalidGraphError, GPUUnavailableError, CheckpointMismatchError), 2, _one_line),
+    ((ImportError,), 2, _said),            # an optional dependency of the chosen cluster kind
+    ((ClusterStalledError,), 1, _said),    # no worker could go on (mst.stall-timeout), or a task killed them
+    ((ConnectionError,), 1, _said),        # no scheduler answered (cluster.connect-timeout)
+    ((TimeoutError,), 1, _said),           # no workers came (cluster.wait_timeout)
+    ((MSTError,), 1, _one_line),           # any other error mst-dist raises on purpose
+    ((KeyboardInterrupt,), 130, _interrupted),
+)
+
+
+def exit_for(exc):
+    """``(exit status, line for stderr)`` of a command that raised ``exc`` (:data:`EXITS`), or ``None``.
+
+    >>> exit_for(ConfigError("cluster.n_workers: expected int, got 'x'"))
+    (2, "mst-dist: error: cluster.n_workers: expected int, got 'x'")
+    >>> exit_for(KeyboardInterrupt())
+    (130, 'mst-dist: interrupted')
+    >>> exit_for(ZeroDivisionError("a bug")) is None
+    True
+    """
+    for classes, status, line in EXITS:
+        if isinstance(exc, classes):
+            return status, line(exc)
+    return None
 
 
 def build_graph(cfg):
@@ -160,34 +212,38 @@ class EngineErrorFilter(logging.Filter):
     A bad line in an input file fails every load task that reads it; the
     run's error (one line, exit status 2) says what and where once, so the
     worker logger's traceback per chunk is noise.  Records of other tasks,
-    and of other errors, pass.
+    and of errors of other classes than ``classes`` (or their subclasses),
+    pass.
     """
 
-    def __init__(self, names):
+    def __init__(self, classes):
         super().__init__()
-        self.names = tuple(names)
+        self.classes = tuple(classes)
 
     def filter(self, record):
         if not str(record.msg).startswith("Compute Failed") or not isinstance(record.args, tuple):
             return True
         args = record.args
         key = str(args[0]) if args else ""
-        exc = str(args[3]) if len(args) > 3 else ""
-        return not (("mst-" in key) and exc.startswith(self.names))
+        cls = _error_class(str(args[3]) if len(args) > 3 else "")
+        return not ("mst-" in key and cls is not None and issubclass(cls, self.classes))
+
+
+def _error_class(text):
+    """The class of :mod:`mst_dist.errors` that a failed task's exception text is of, or ``None``.
+
+    Dask's worker logs a failed task's exception as text only (its ``repr``,
+    ``GraphFormatError('g.txt, line 4: ...')``), never the exception itself:
+    the class is the one of :mod:`mst_dist.errors` the text is a constructor
+    call of.  Other exceptions (of Python, of other libraries) give ``None``.
+    """
+    name = text.partition("(")[0].strip()
+    return getattr(errors, name) if name in errors.__all__ else None
 
 
 def _reported_errors():
-    """The names of the error classes :func:`main` reports as one line (and their subclasses)."""
-    from mst_dist.config import ConfigError
-    from mst_dist.graph import InvalidGraphError
-    from mst_dist.kernels.gpu import GPUUnavailableError
-
-    names, todo = set(), [ConfigError, InvalidGraphError, GPUUnavailableError]
-    while todo:
-        cls = todo.pop()
-        names.add(cls.__name__ + "(")
-        todo.extend(cls.__subclasses__())
-    return sorted(names)
+    """The classes of mst-dist's errors that :func:`main` reports as one line (:data:`EXITS`), subclasses included."""
+    return tuple(c for classes, _, _ in EXITS for c in classes if issubclass(c, MSTError))
 
 
 def quiet_engine_errors():
@@ -467,12 +523,6 @@ def main(argv=None):
 
     console = Console(stderr=True, **({"color_system": None, "force_terminal": False} if _under_mpi() else {}))
     _setup_logging(args, console)
-    from mst_dist.config import ConfigError
-    from mst_dist.engine.checkpoint import CheckpointMismatchError
-    from mst_dist.engine.watchdog import ClusterStalledError
-    from mst_dist.graph import InvalidGraphError
-    from mst_dist.kernels.gpu import GPUUnavailableError
-
     try:
         if args.command == "job-script":
             return _job_script(args)
@@ -481,24 +531,11 @@ def main(argv=None):
         if args.command == "warmup":
             return _warmup(args)
         return _run(args, console)
-    except (ConfigError, InvalidGraphError, GPUUnavailableError, CheckpointMismatchError) as e:
-        # GPUUnavailableError: backend gpu where no worker can run it (the message says what to install)
-        message = " ".join(str(e).split("\n"))
-        print(f"mst-dist: error: {message}", file=sys.stderr)
-        return 2
-    except ImportError as e:  # an optional dependency of the chosen cluster kind
-        print(f"mst-dist: error: {e}", file=sys.stderr)
-        return 2
-    except ClusterStalledError as e:  # no worker could go on (mst.stall-timeout), or a task killed them
-        print(f"mst-dist: error: {e}", file=sys.stderr)
-        return 1
-    except ConnectionError as e:  # no scheduler answered (cluster.connect-timeout)
-        print(f"mst-dist: error: {e}", file=sys.stderr)
-        return 1
-    except TimeoutError as e:  # no workers came (cluster.wait_timeout)
-        print(f"mst-dist: error: {e}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("mst-dist: interrupted", file=sys.stderr)
-        return 130
+    except BaseException as e:  # what EXITS has no row for raises again, untouched
+        outcome = exit_for(e)
+        if outcome is None:
+            raise
+        status, line = outcome
+        print(line, file=sys.stderr)
+        return status
 

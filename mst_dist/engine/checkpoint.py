@@ -48,6 +48,7 @@ import numpy as np
 from mst_dist.engine.passes import KeptRows
 from mst_dist.engine.records import ChunkStats, RoundRecord
 from mst_dist.engine.tasks import host_kernels
+from mst_dist.errors import CheckpointMismatchError  # defined with the package's other errors
 from mst_dist.io.writers import atomic_dir, atomic_path
 
 __all__ = ["Checkpoint", "CheckpointMismatchError", "graph_fingerprint", "compose_labels",
@@ -58,10 +59,6 @@ MANIFEST = "manifest.json"
 _FORMAT = "mst-dist checkpoint"
 _VERSION = 1
 _ROWS = ("edge_id", "src", "dst", "weight")
-
-
-class CheckpointMismatchError(ValueError):
-    """A checkpoint directory holds the state of another run (another graph or other options)."""
 
 
 # ---------------------------------------------------------------------------

@@ -19,6 +19,7 @@ import threading
 import time
 
 from mst_dist.engine.cluster_info import scheduler_workers
+from mst_dist.errors import ClusterStalledError  # defined with the package's other errors
 
 logger = logging.getLogger("mst_dist")
 
@@ -31,24 +32,6 @@ ADVICE = ("give each worker more memory (--memory-limit, cluster.memory_limit, o
 
 #: Worker states (the scheduler's ``WorkerState.status``) in which a worker starts new tasks.
 _RUNNING = ("running",)
-
-
-class ClusterStalledError(RuntimeError):
-    """The cluster cannot make progress on the run: no worker left, all paused, or a task that kills workers.
-
-    Attributes ``cause`` (``"no-workers"``, ``"paused"``, ``"killed-worker"``),
-    ``waited`` (seconds without progress, ``None`` for ``"killed-worker"``)
-    and ``key`` (the task that killed its workers, else ``None``).
-    """
-
-    def __init__(self, message, cause, waited=None, key=None):
-        super().__init__(message)
-        self.cause = cause
-        self.waited = waited
-        self.key = key
-
-    def __reduce__(self):
-        return (type(self), (str(self), self.cause, self.waited, self.key))
 
 
 def stalled_from_killed(exc):

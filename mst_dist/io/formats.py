@@ -15,53 +15,15 @@ from __future__ import annotations
 
 import os
 
-from mst_dist.graph import InvalidGraphError
+from mst_dist.errors import GraphFormatError  # defined with the package's other errors
 
 __all__ = ["GraphFormatError", "FORMATS", "format_of_path", "detect_format", "GRAPH_FORMATS",
            "graph_format", "FOREST_FORMATS", "forest_format", "check_options"]
 
 
 # ---------------------------------------------------------------------------
-# errors
+# options
 # ---------------------------------------------------------------------------
-
-def _rebuild_format_error(reason, path, line, row_group, row, edge):
-    return GraphFormatError(reason, path=path, line=line, row_group=row_group, row=row, edge=edge)
-
-
-class GraphFormatError(InvalidGraphError):
-    """A graph file that cannot be read: names the file, the line or row, and what was expected.
-
-    Attributes ``path``, ``line`` (1-based, text formats), ``row_group`` and
-    ``row`` (0-based, Parquet and binary formats; ``row`` counts within the
-    row group when there is one) and ``reason`` (the message without the
-    location).  Pickles with its attributes, so an error raised in a task on a
-    worker reaches the caller intact.
-    """
-
-    def __init__(self, reason, path=None, line=None, row_group=None, row=None, edge=None):
-        self.reason = reason
-        self.path = None if path is None else os.fspath(path)
-        self.line = line
-        self.row_group = row_group
-        self.row = row
-        where = []
-        if line is not None:
-            where.append(f"line {line}")
-        if row_group is not None:
-            where.append(f"row group {row_group}")
-        if row is not None:
-            where.append(f"row {row}")
-        loc = ", ".join(where)
-        head = self.path or ""
-        if loc:
-            head = f"{head}, {loc}" if head else loc
-        super().__init__(f"{head}: {reason}" if head else reason, edge=edge, source=self.path)
-
-    def __reduce__(self):
-        return (_rebuild_format_error,
-                (self.reason, self.path, self.line, self.row_group, self.row, self.edge))
-
 
 def check_options(fmt, opts, allowed):
     """Refuse keyword options that format *fmt* does not take (readers and writers).

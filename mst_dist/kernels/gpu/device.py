@@ -11,16 +11,13 @@ import time
 
 import numpy as np
 
+from mst_dist.errors import GPUUnavailableError  # defined with the package's other errors
 from mst_dist.kernels.contract import to_host
 
 __all__ = ["GPU_INSTALL_HINT", "GPUUnavailableError", "array_module", "gpu_ready", "device_memory",
            "to_device", "synchronize", "clock", "scatter_min"]
 
 GPU_INSTALL_HINT = "pip install 'mst-dist[gpu]'"
-
-
-class GPUUnavailableError(RuntimeError):
-    """``backend="gpu"`` was asked for where no GPU can run the kernels."""
 
 
 def array_module(name):
