@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import logging
 
-from mst_dist.config import BACKENDS, STREAM_MODES
 from mst_dist.graph import as_graph
 from mst_dist.result import MSFResult
 
@@ -16,20 +15,6 @@ def _conf(name, value, default):
     from mst_dist import config
 
     return config.get(name, value, default)
-
-
-def _partitions(value):
-    """``partitions`` checked: a positive integer, or ``None``/``"auto"`` (chosen by the plan)."""
-    if value is None or value == "auto":
-        return value
-    try:
-        ok = not isinstance(value, bool) and int(value) == value and int(value) >= 1
-    except (TypeError, ValueError):
-        ok = False
-    if not ok:
-        raise ValueError(f"partitions must be a positive integer (the number of edge chunks) or "
-                         f"None for automatic, got {value!r}")
-    return int(value)
 
 
 def minimum_spanning_forest(graph, client=None, *, partitions=None, backend="auto",
@@ -152,55 +137,49 @@ def minimum_spanning_forest(graph, client=None, *, partitions=None, backend="aut
     >>> mst_dist.minimum_spanning_forest(g).edge_ids.tolist()
     [1, 2, 3]
     """
-    from mst_dist.engine.driver import Driver
+    from mst_dist.engine.spec import RunSpec
 
     graph = as_graph(graph)
-    if backend not in BACKENDS:
-        raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
-    mode = _conf("stream", stream, "auto")
-    if mode not in STREAM_MODES:
-        raise ValueError(f"unknown stream mode {mode!r}; choose one of {', '.join(STREAM_MODES)}")
+    spec = RunSpec.build(partitions=partitions, backend=backend, stream=stream, local_finish=local_finish,
+                         split_every=split_every, light_factor=light_factor, min_degree=min_degree,
+                         throughput=throughput, output=output, labels_output=labels_output,
+                         checkpoint=checkpoint, resume=resume, progress=progress)
+    return solve(graph, client, spec)
+
+
+def solve(graph, client, spec) -> MSFResult:
+    """The forest of ``graph`` (a :class:`~mst_dist.graph.Graph`) on ``client`` as ``spec`` says.
+
+    The one path of every front door: :func:`minimum_spanning_forest` builds
+    the :class:`~mst_dist.engine.spec.RunSpec` from its keywords, the command
+    line from a run config.  ``client=None``: the embedded cluster.
+    """
     from mst_dist.io.writers import check_writable
 
-    for what, path in (("output", output), ("labels_output", labels_output)):
-        if path is not None:  # before any work, not after it
-            check_writable(path, what)
-    opts = dict(
-        partitions=_partitions(_conf("partitions", partitions, None)),
-        local_finish=_conf("local-finish", local_finish, "auto"),
-        split_every=_conf("split-every", split_every, 8),
-        light_factor=_conf("filter.light-factor", light_factor, 1.5),
-        min_degree=_conf("filter.min-degree", min_degree, 3.0),
-        progress=progress,
-        backend=backend,
-        stream=mode,
-        output=output,
-        labels_output=labels_output,
-        throughput=throughput,
-        checkpoint=checkpoint,
-        resume=bool(resume),
-    )
+    for what in ("output", "labels_output"):
+        if getattr(spec, what) is not None:  # before any work, not after it
+            check_writable(getattr(spec, what), what)
     if client is not None:
-        return _run_resilient(Driver, graph, client, opts)
+        return _run_resilient(graph, client, spec)
     from mst_dist.deploy.local import embedded, local_gpu, shared_client
 
-    gpu = local_gpu(backend)
-    if backend != "gpu":
+    gpu = local_gpu(spec.backend)
+    if spec.backend != "gpu":
         from mst_dist.engine.warmup import ensure_compiled
 
         # the workers are threads of this process: compile what they lack here, as a step
-        ensure_compiled(graph.weight_dtype, progress=progress)
+        ensure_compiled(graph.weight_dtype, progress=spec.progress)
     if _conf("embedded.reuse", None, True):
         shared = shared_client(gpu=gpu)
         with shared.as_current():  # the run's current client, never the process's default one
-            return _run_resilient(Driver, graph, shared, opts)
+            return _run_resilient(graph, shared, spec)
     dashboard = _conf("cluster.dashboard-address", None, None) if _conf("embedded.dashboard", None, False) \
         else None
     with embedded(gpu=gpu, dashboard_address=dashboard, silence_logs=logging.ERROR) as c:
-        return _run_resilient(Driver, graph, c, opts)
+        return _run_resilient(graph, c, spec)
 
 
-def _run_resilient(Driver, graph, client, opts, retries=None):
+def _run_resilient(graph, client, spec, retries=None):
     """Run, and start again when data without lineage was lost with a worker.
 
     Chunks made by tasks (generators, readers) are recomputed by Dask itself
@@ -210,10 +189,12 @@ def _run_resilient(Driver, graph, client, opts, retries=None):
     """
     from distributed.client import FutureCancelledError
 
+    from mst_dist.engine.runs import execute
+
     retries = _conf("retries", retries, 2)
     for attempt in range(retries + 1):
         try:
-            result = Driver(graph, client, **opts).run()
+            result = execute(graph, client, spec)
             result.nodes = graph.meta.get("nodes")
             return result
         except FutureCancelledError as e:  # a stalled cluster (ClusterStalledError) is not retried

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Callable, NamedTuple, Sequence
 
 import numpy as np
 
@@ -111,6 +111,23 @@ def _first_invalid_on_device(src, dst, w, n_vertices):
     if n_vertices >= 0 and (a >= n_vertices or b >= n_vertices):
         return i, "vertex id out of range", -1
     return i, "weight is NaN" if bool(xp.isnan(w[i])) else "weight is infinite", -1
+
+
+class ChunkRange(NamedTuple):
+    """One edge chunk of a graph: rows ``[start, stop)`` of source ``source``.
+
+    ``offset`` is the edge id of the chunk's first row (the edge ids of a
+    graph run over its sources in order).
+    """
+
+    source: int         #: index of the source in :attr:`Graph.sources`
+    start: int          #: first row, within the source
+    stop: int           #: one past the last row, within the source
+    offset: int         #: edge id of row ``start``
+
+    @property
+    def n_edges(self) -> int:
+        return self.stop - self.start
 
 
 @dataclass
@@ -326,7 +343,7 @@ class Graph:
     def chunk_ranges(self, partitions):
         """Cut the edge id range into ``partitions`` contiguous chunks.
 
-        Returns ``[(source_index, start, stop, global_offset), ...]``; a chunk
+        Returns ``[ChunkRange(source, start, stop, offset), ...]``; a chunk
         never spans two sources (so a source boundary adds a chunk), and a
         source with ``splittable=False`` is one chunk.
         """
@@ -340,6 +357,6 @@ class Graph:
             inner = [b for b in bounds if lo < b < hi] if getattr(s, "splittable", True) else []
             cuts = sorted({lo, hi, *inner})
             for a, b in zip(cuts[:-1], cuts[1:]):
-                out.append((si, a - lo, b - lo, a))
+                out.append(ChunkRange(si, a - lo, b - lo, a))
             offset = hi
         return out

@@ -138,17 +138,19 @@ def make_client(cluster, gpu=False):
     return client, stack.close
 
 
-def _engine_kwargs(cfg, progress):
-    """The keyword arguments of :func:`~mst_dist.minimum_spanning_forest` for a run config.
+def _engine_spec(cfg, progress):
+    """The :class:`~mst_dist.engine.spec.RunSpec` of a validated run config.
 
     The backend goes through as given: the engine decides whether the cluster
     can run it (``gpu`` without GPU workers is its :class:`~mst_dist.GPUUnavailableError`,
     which :func:`main` reports as a one-line error).
     """
+    from mst_dist.engine.spec import RunSpec
+
     ck = cfg.get("checkpoint") or {}
-    return {"partitions": cfg["partitions"], "local_finish": cfg["local_finish"],
-            "backend": cfg["backend"], "stream": cfg["stream"], "progress": progress,
-            "checkpoint": ck.get("path"), "resume": ck.get("resume", True)}
+    return RunSpec.build(partitions=cfg["partitions"], local_finish=cfg["local_finish"], backend=cfg["backend"],
+                         stream=cfg["stream"], progress=progress, checkpoint=ck.get("path"),
+                         resume=ck.get("resume", True))
 
 
 def _local_gpu(cfg):
@@ -355,7 +357,7 @@ def _run(args, console=None):
 
     import dask.config
 
-    from mst_dist import minimum_spanning_forest
+    from mst_dist.api import solve
     from mst_dist.cli import report as rpt
     from mst_dist.cli.runconfig import run_settings
     from mst_dist.io.writers import write_forest
@@ -365,7 +367,7 @@ def _run(args, console=None):
     _check_report_paths(args, cfg)
     submit = args.command == "submit"
     live = _live_progress(args, console) if console is not None else None
-    kwargs = _engine_kwargs(cfg, live or (None if args.quiet else _progress))
+    spec = _engine_spec(cfg, live or (None if args.quiet else _progress))
     # a generated graph is only a recipe: check it before starting a cluster
     graph = build_graph(cfg) if "generate" in cfg["graph"] else None
     gpu = _local_gpu(cfg)
@@ -376,7 +378,7 @@ def _run(args, console=None):
         with live if live is not None else contextlib.nullcontext():
             # a generated graph's kernels are loaded now too when the workers will be this
             # process's threads: loading them is then part of the cluster's start, not of round 0
-            ensure_compiled(None if graph is None else graph.weight_dtype, progress=kwargs["progress"],
+            ensure_compiled(None if graph is None else graph.weight_dtype, progress=spec.progress,
                             parts=("local",) if (cfg["cluster"].get("n_workers") or 1) == 1 else ("local", "rounds"),
                             load=graph is not None and not cfg["cluster"].get("processes"))
     client, close = make_client(cfg["cluster"], gpu=gpu)
@@ -397,7 +399,7 @@ def _run(args, console=None):
             logger.info("MST dashboard page: %s", shape["dashboard"])
         # the run config's engine settings (placement) hold for this run only
         with dask.config.set(run_settings(cfg)), live if live is not None else contextlib.nullcontext():
-            result = minimum_spanning_forest(graph, client, **kwargs)
+            result = solve(graph, client, spec)
     finally:
         close()
     output = None
@@ -432,9 +434,9 @@ def _warmup(args):
 
     if args.gpu:
         from mst_dist import config
-        from mst_dist.kernels.gpu import GPU_INSTALL_HINT, GPUUnavailableError, gpu_ready
+        from mst_dist.kernels import GPU_INSTALL_HINT, GPUUnavailableError, ready
 
-        ok, reason = gpu_ready(config.get("gpu.array-module", None, "cupy"))
+        ok, reason = ready("gpu", config.get("gpu.array-module", None, "cupy"))
         if not ok:
             hint = "" if GPU_INSTALL_HINT in reason else f"; install the GPU extra: {GPU_INSTALL_HINT}"
             raise GPUUnavailableError(f"warmup --gpu: this machine cannot run the GPU kernels: {reason}{hint}")

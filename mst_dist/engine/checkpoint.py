@@ -13,9 +13,10 @@ what the rest of the run needs, in ``DIR``:
 ``state-<n>/rows-edge_id.npy``, ``rows-src.npy``, ``rows-dst.npy``, ``rows-weight.npy``
     (streaming) those edges' rows, which later passes do not read again;
 ``manifest.json``
-    written last: the fingerprint of the graph and of the engine options,
-    the state directory, the rounds done, the components left, the next
-    pass and its lower threshold, whether the forest is complete.
+    written last (a :class:`Manifest`): the fingerprint of the graph and of
+    the engine options, the state directory, the rounds done, the
+    components left, the next pass and its lower threshold, whether the
+    forest is complete.  Its ``format`` and ``version`` say what reads it.
 
 Each save writes a new state directory (:class:`~mst_dist.io.writers.atomic_dir`;
 a worker writes the arrays, so ``DIR`` must be on storage the workers and
@@ -41,24 +42,75 @@ import json
 import os
 import shutil
 import time
-from dataclasses import asdict
+from dataclasses import MISSING, asdict, dataclass, fields
 
 import numpy as np
 
 from mst_dist.engine.passes import KeptRows
-from mst_dist.engine.records import ChunkStats, RoundRecord
+from mst_dist.engine.records import ChunkStats, RoundMap, RoundRecord
 from mst_dist.engine.tasks import host_kernels
 from mst_dist.errors import CheckpointMismatchError  # defined with the package's other errors
 from mst_dist.io.writers import atomic_dir, atomic_path
 
-__all__ = ["Checkpoint", "CheckpointMismatchError", "graph_fingerprint", "compose_labels",
-           "merge_forest", "write_state", "read_labels", "read_forest", "read_rows", "MANIFEST"]
+__all__ = ["Checkpoint", "CheckpointMismatchError", "Manifest", "graph_fingerprint", "compose_labels",
+           "merge_forest", "record_dict", "write_state", "read_labels", "read_forest", "read_rows", "MANIFEST"]
 
 #: The manifest's file name in a checkpoint directory.
 MANIFEST = "manifest.json"
 _FORMAT = "mst-dist checkpoint"
 _VERSION = 1
 _ROWS = ("edge_id", "src", "dst", "weight")
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """What a checkpoint directory's ``manifest.json`` says of the state it names.
+
+    Written last by every save, so it always names a complete state.  A
+    resident run's state is a round; a streaming run's, a pass.
+    """
+
+    graph: dict                 #: the graph's fingerprint (:func:`graph_fingerprint`)
+    options: dict               #: the engine options the state was made with
+    state: str                  #: the state directory's name
+    saves: int                  #: saves made so far (the state's number)
+    time: float                 #: when it was written (seconds since the epoch)
+    mode: str                   #: ``"resident"`` or ``"stream"``
+    round: int                  #: rounds done
+    components: int             #: components left after them (not finished)
+    complete: bool              #: the forest is complete: nothing is left to solve
+    light: bool = False         #: saved during a light pass (its edge count leaves out the heavy edges)
+    edges_left: int | None = None   #: edges left (resident)
+    record: dict | None = None  #: the last round's record (resident)
+    passes: int | None = None   #: passes done (streaming)
+    threshold: list | None = None   #: the upper threshold of the last pass, ``[key, eid]`` (streaming)
+    rows: bool = False          #: the state holds the forest's rows (streaming)
+    format: str = _FORMAT
+    version: int = _VERSION
+
+    MODES = ("resident", "stream")
+
+    def to_json(self) -> dict:
+        return _plain(asdict(self))
+
+    @classmethod
+    def from_json(cls, data, path) -> "Manifest":
+        """A manifest read back; :class:`CheckpointMismatchError` naming ``path`` when it is not one."""
+        names = {f.name for f in fields(cls)}
+        required = {f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING}
+        missing = sorted(required - set(data))
+        if missing or data.get("mode") not in cls.MODES:
+            what = f"missing {', '.join(missing)}" if missing else f"mode {data.get('mode')!r}"
+            raise CheckpointMismatchError(f"{path!r} is not a complete mst-dist checkpoint manifest ({what}); "
+                                          f"give another checkpoint directory, or start over (resume=False)")
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+    def round_record(self) -> RoundRecord | None:
+        """The last round's record as saved (what the next round's contract reads: finished so far)."""
+        rec = self.record
+        if rec is None:
+            return None
+        return RoundRecord(**{**rec, "chunks": ChunkStats(**rec["chunks"])})
 
 
 # ---------------------------------------------------------------------------
@@ -149,7 +201,7 @@ class Checkpoint:
     def manifest_path(self):
         return os.path.join(self.path, MANIFEST)
 
-    def open(self) -> dict | None:
+    def open(self) -> Manifest | None:
         """The saved manifest to go on from, or ``None`` (start from the beginning).
 
         Raises :class:`CheckpointMismatchError` when the directory holds the
@@ -183,10 +235,11 @@ class Checkpoint:
             raise CheckpointMismatchError(
                 f"checkpoint {self.path!r} holds the state of another run ({'; '.join(what)}); "
                 f"use another directory, or start over (resume=False, mst-dist run --no-resume)")
+        saved = Manifest.from_json(saved, self.manifest_path)
         if not os.path.isdir(self.state_dir(saved)):
             raise CheckpointMismatchError(f"checkpoint {self.path!r}: its manifest names "
-                                          f"{saved['state']!r}, which is missing")
-        self.saves = int(saved["saves"])
+                                          f"{saved.state!r}, which is missing")
+        self.saves = int(saved.saves)
         return saved
 
     def _read(self):
@@ -208,26 +261,26 @@ class Checkpoint:
                 f"(--no-resume)")
         return saved
 
-    def state_dir(self, saved):
+    def state_dir(self, saved: Manifest):
         """The state directory a manifest names."""
-        return os.path.join(self.path, saved["state"])
+        return os.path.join(self.path, saved.state)
 
     def saving(self, **where):
         """Context manager: a fresh directory for the next state, published with ``where`` on exit.
 
-        ``where`` is what the manifest says of the state (``mode``, ``round``,
-        ``components``, ...).  The body fills the directory (its path is the
+        ``where`` is what the manifest says of the state (the fields of
+        :class:`Manifest` after ``time``: ``mode``, ``round``, ``components``, ...).  The body fills the directory (its path is the
         value of the ``with``); on success the directory is renamed into place,
         the manifest replaced, and the older states removed.
         """
         return _Saving(self, where)
 
     def _publish(self, name, where):
-        manifest = {"format": _FORMAT, "version": _VERSION, "graph": self.graph, "options": self.options,
-                    "state": name, "saves": self.saves, "time": time.time(), **_plain(where)}
+        manifest = Manifest(graph=self.graph, options=self.options, state=name, saves=self.saves,
+                            time=time.time(), **where)
         with atomic_path(self.manifest_path) as tmp:
             with open(tmp, "w", encoding="utf-8") as f:
-                json.dump(manifest, f, indent=1)
+                json.dump(manifest.to_json(), f, indent=1)
         for old in glob.glob(os.path.join(self.path, "state-*")):
             if os.path.basename(old) != name:
                 shutil.rmtree(old, ignore_errors=True)
@@ -271,14 +324,6 @@ class _Saving:
         return False
 
 
-def record(saved) -> RoundRecord | None:
-    """The last round's record as saved (what the next round's contract reads: finished so far)."""
-    rec = saved.get("record")
-    if rec is None:
-        return None
-    return RoundRecord(**{**rec, "chunks": ChunkStats(**rec["chunks"])})
-
-
 def record_dict(rec) -> dict | None:
     """A round's record as the manifest keeps it."""
     return None if rec is None else asdict(rec)
@@ -292,8 +337,8 @@ def compose_labels(labels, rmap):
     """Vertex -> component after one more round: ``labels`` (``(L, n)`` or ``None``) then ``rmap``."""
     M, n = rmap
     if labels is None:
-        return np.asarray(M, dtype=np.int64), n
-    return host_kernels().compose_maps([labels[0], M]), n
+        return RoundMap(np.asarray(M, dtype=np.int64), n)
+    return RoundMap(host_kernels().compose_maps([labels[0], M]), n)
 
 
 def merge_forest(*parts):
@@ -330,7 +375,7 @@ def read_labels(directory, n_live=None):
     if not os.path.exists(path):
         return None
     L = np.load(path).astype(np.int64)
-    return L if n_live is None else (L, n_live)
+    return L if n_live is None else RoundMap(L, n_live)
 
 
 def read_forest(directory):

@@ -30,6 +30,7 @@ import numpy as np
 
 from dask.sizeof import sizeof
 
+from mst_dist.engine.records import SampleChunk
 from mst_dist.engine.tasks import host_kernels, kernels_for, load
 from mst_dist.kernels.contract import take_to_host, to_host
 
@@ -123,7 +124,7 @@ def _nbytes(raw):
 
 
 def sample_chunk(source, start, stop, offset, n_vertices, validate, rate, seed, window):
-    """A sample of a window of a chunk: ``(u, v, key, eid, non-loop edges, raw rows, bytes read)``.
+    """A sample of a window of a chunk: a :class:`~mst_dist.engine.records.SampleChunk`.
 
     ``window = (lo, hi)``: the rows of the chunk ``[start, stop)`` to read
     (a streaming run samples a few windows, not whole chunks).  ``u, v`` are
@@ -142,8 +143,8 @@ def sample_chunk(source, start, stop, offset, n_vertices, validate, rate, seed, 
     k = min(m, int(np.ceil(m * rate)))
     pos = np.sort(np.random.default_rng(seed).choice(m, k, replace=False)) if k else np.zeros(0, np.int64)
     u, v, key, eid = ch.edges()
-    return (u[pos].astype(np.int64), v[pos].astype(np.int64), key[pos], eid[pos], m,
-            int(raw[0].shape[0]), _nbytes(raw))
+    return SampleChunk(u[pos].astype(np.int64), v[pos].astype(np.int64), key[pos], eid[pos], m,
+                       int(raw[0].shape[0]), _nbytes(raw))
 
 
 def _in_slice(key, eid, lo, hi):

@@ -6,6 +6,8 @@
 - :class:`RoundRecord` -- what the contract task knows at the end of a
   distributed round (the merged :class:`ChunkStats` plus the contraction).
 - :class:`LocalRecord` -- what the single-task solve (the local finish) knows.
+- :class:`RoundMap` -- a round's map of components to the next round's ids.
+- :class:`SampleChunk` -- what a streaming run's sample of one window found.
 
 The driver turns them into :class:`mst_dist.result.RoundStats`, the one form
 the result, the CLI, the dashboard and the benchmark read.
@@ -13,6 +15,9 @@ the result, the CLI, the dashboard and the benchmark read.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import numpy as np
 
 
 @dataclass
@@ -66,3 +71,27 @@ class LocalRecord:
     trace: list = field(default_factory=list)  #: one kernels.contract solve-round record per round
     h2d: int = 0
     d2h: int = 0
+
+
+class RoundMap(NamedTuple):
+    """A round's map of component ids, as the next round's tasks read it.
+
+    ``labels[c]`` is component ``c``'s id in the next round (``>= 0``, below
+    ``n``) or ``-(F + 1)`` once it is finished as ``F``; over the original
+    vertices it is a vertex map (the labels of a checkpoint).
+    """
+
+    labels: np.ndarray         #: int64, one per component of the round before
+    n: int                     #: components left (live) after the round
+
+
+class SampleChunk(NamedTuple):
+    """A uniform sample of one window of rows (a streaming run sets its thresholds by it)."""
+
+    u: np.ndarray              #: original source ids of the sampled edges (int64)
+    v: np.ndarray              #: original destination ids
+    key: np.ndarray            #: order-preserving weight keys (uint64)
+    eid: np.ndarray            #: edge ids
+    nonloop: int               #: edges of the window that are not self-loops
+    rows: int                  #: raw rows read
+    bytes_read: int            #: bytes of the raw rows read

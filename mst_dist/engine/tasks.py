@@ -1,6 +1,6 @@
 """Worker-side task functions of the engine: one public function per phase.
 
-Each runs on a worker, inside a Dask task built by :mod:`mst_dist.engine.driver`.
+Each runs on a worker, inside a Dask task built by a run (:mod:`mst_dist.engine.runs`).
 Which kernels a task runs (the CPU's Numba kernels or the GPU's CuPy kernels)
 is decided on the worker that runs it, so a task Dask moves to another kind of
 worker still gives the same result.
@@ -25,7 +25,7 @@ from dask.sizeof import sizeof
 
 from mst_dist import config
 from mst_dist.engine.keys import EVENT_TOPIC, parse_key
-from mst_dist.engine.records import ChunkStats, LocalRecord, RoundRecord
+from mst_dist.engine.records import ChunkStats, LocalRecord, RoundMap, RoundRecord
 from mst_dist.graph import check_edges
 from mst_dist.kernels import backend as kernel_backend
 from mst_dist.kernels import cpu, gpu
@@ -180,7 +180,7 @@ def contract(merged, n_comp, prev, finish=True):
     rec = RoundRecord(chunks=st, contract=dt, n_comp=n_comp, n_next=n_next, n_finished=n_fin,
                       finished_total=fin_off + n_fin, forest_edges=int(chosen.shape[0]),
                       map_bytes=int(M.nbytes))
-    return (M, n_next), chosen, rec
+    return RoundMap(M, n_next), chosen, rec
 
 
 def round_reporter():

@@ -48,7 +48,7 @@ def test_a_one_task_solve_reports_each_round_as_it_ends(client):
     # the elapsed time moves with them (the driver's clock)
     elapsed = [ev["elapsed"] for ev in told]
     assert elapsed == sorted(elapsed)
-    from mst_dist.engine.driver import _HOOKS
+    from mst_dist.engine.runs.events import _HOOKS
     assert not _HOOKS.get(client)  # the run's hook ends with the run
 
 

@@ -1,0 +1,172 @@
+"""The base of every kind of run: its named steps, and what all kinds share.
+
+A run is a graph, a client, a :class:`~mst_dist.engine.spec.RunSpec` (what
+the caller decided) and the :class:`~mst_dist.engine.runs.connect.ClusterLayout`
+it found.  :meth:`Run.execute` runs its steps::
+
+    plan     how many chunks, where each goes, the task-graph builder, the stats
+    load     the edges on the workers (or the sources to stream them from)
+    rounds   the forest, round by round (a kind's own way)
+    finish   futures of the forest's edge ids and of the component labels
+    write    the forest and labels gathered, or written by the workers: the result
+
+A kind subclasses :class:`Run`, holds its own typed state
+(:mod:`mst_dist.engine.runs.state`) and fills in ``load``, ``rounds`` and the
+few hooks ``finish`` and ``write`` call; the kinds are listed in
+:data:`mst_dist.engine.runs.KINDS`.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from typing import ClassVar
+
+from mst_dist.engine import accounting, tasks
+from mst_dist.engine.placement import place, placement_stats
+from mst_dist.engine.plan import plan_run
+from mst_dist.engine.rounds import RoundBuilder
+from mst_dist.engine.runs import outputs
+from mst_dist.engine.runs.events import RunEvents
+from mst_dist.engine.runs.state import RunState
+from mst_dist.engine.scratch import release_scratch
+from mst_dist.result import MSFResult, RunStats, exact_total
+
+logger = logging.getLogger("mst_dist")
+
+
+class Run:
+    """One MSF computation of one kind; the constructor only stores its arguments."""
+
+    #: The kind's name (``RunStats``, logs).
+    kind: ClassVar[str] = ""
+    #: Whether the kind streams its edges (the plan sizes chunks for passes).
+    streams: ClassVar[bool] = False
+
+    def __init__(self, graph, client, spec, cluster, *, token, checkpoint=None, t_start=None, wall_start=None):
+        self.g = graph
+        self.client = client
+        self.spec = spec
+        self.cluster = cluster
+        self.token = token
+        self.ckpt = checkpoint
+        self.t_start = time.perf_counter() if t_start is None else t_start
+        self.wall_start = time.time() if wall_start is None else wall_start
+        self.events = RunEvents(client, token, progress=spec.progress, publish=spec.publish, t_start=self.t_start)
+
+    def execute(self) -> MSFResult:
+        """Plan, load, rounds, finish, write: the result."""
+        self.plan()
+        st = self.load()
+        self.rounds(st)
+        ids_f, lab_f = self.finish(st)
+        result = self.write(st, ids_f, lab_f)
+        if self.ckpt is not None:
+            self.ckpt.discard()  # the run is done: a rerun starts over
+        return result
+
+    # -- the steps -----------------------------------------------------------------
+
+    def plan(self):
+        """The plan, the chunks' ranges and placement, the task-graph builder and the run's stats."""
+        cl, spec = self.cluster, self.spec
+        self.run_plan = plan_run(self.g.n_edges, kinds=cl.kinds, threads=cl.threads, min_memory=cl.min_memory,
+                             device_memory=cl.device_memory, partitions=spec.partitions,
+                             local_finish=spec.local_finish, throughput=cl.measured, streaming=self.streams)
+        self.ranges = self.g.chunk_ranges(self.run_plan.partitions)
+        self.places = place(self.ranges, cl.throughput)
+        self.builder = RoundBuilder(self.client, self.token, n_vertices=self.g.n_vertices, backend=spec.backend,
+                                    split_every=spec.split_every, places=self.places)
+        self.stats = RunStats(partitions=len(self.ranges), workers=cl.n_workers, threads=cl.threads,
+                              backend=cl.backend_used())
+        self.stats.streamed = self.streams
+        if cl.throughput:
+            self.stats.placement = placement_stats(self.ranges, self.places, cl.kinds, cl.throughput)
+
+    def load(self) -> RunState:
+        """The edges on the workers, or what to stream them from: the kind's state."""
+        raise NotImplementedError
+
+    def rounds(self, st: RunState):
+        """Compute the forest: every component finished, the chosen ids in ``st.chosen``."""
+        raise NotImplementedError
+
+    def finish(self, st: RunState):
+        """Futures of the forest's edge ids and of ``(labels, components)``."""
+        stats = self.stats
+        if not stats.setup_seconds:
+            stats.setup_seconds = st.t_solve - self.t_start
+        stats.solve_seconds = time.perf_counter() - st.t_solve
+        self._t_finish = time.perf_counter()
+        self.events.emit(round=st.rnd, phase="finish", components=0, edges=0)
+        if st.final is not None:  # submitted with the last solve
+            return st.final
+        return self.builder.forest(st.rnd, st.chosen), self.labels(st)
+
+    def write(self, st: RunState, ids_f, lab_f) -> MSFResult:
+        """The forest and the labels: gathered, or written by the workers where the spec says."""
+        spec, stats = self.spec, self.stats
+        if spec.output is not None:  # the workers write the rows; the client gets counts
+            edge_ids = src = dst = w = None
+            parts = [self.forest_parts(st, i, ids_f) for i in range(len(self.ranges))]
+            n_forest, total = outputs.write_forest(self.client, self.builder, spec.output, parts, rnd=st.rnd)
+        else:
+            edge_ids = ids_f.result()
+            src, dst, w = self.forest_rows(st, ids_f, edge_ids)
+            n_forest, total = int(edge_ids.shape[0]), exact_total(w)
+        if spec.labels_output is not None:
+            labels = None
+            n_components = outputs.write_labels(self.client, self.builder, spec.labels_output, lab_f,
+                                                self.g.n_vertices)
+        else:
+            labels, n_components = lab_f.result()
+        stats.finish_seconds = time.perf_counter() - self._t_finish
+        stats.total_seconds = time.perf_counter() - self.t_start
+        self._clean_up()
+        accounting.exact_bytes(self.client, stats.rounds, self.token, self.wall_start, self.cluster.n_workers)
+        accounting.settle_overlaps(stats.rounds)
+        self.events.publish("run-end", total_seconds=stats.total_seconds, n_rounds=stats.n_rounds,
+                            forest_edges=n_forest, n_components=int(n_components),
+                            bytes_moved=stats.bytes_moved,
+                            rounds=[r.to_dict() for r in stats.rounds])  # final: exact bytes moved
+        return MSFResult(edge_ids=edge_ids, src=src, dst=dst, weight=w,
+                         total_weight=total, n_components=int(n_components), labels=labels,
+                         n_vertices=self.g.n_vertices, n_edges=self.g.n_edges, stats=stats,
+                         output=spec.output, labels_output=spec.labels_output, forest_edges=n_forest)
+
+    # -- what a kind fills in for finish and write ---------------------------------------
+
+    def labels(self, st):
+        """Future of ``(labels, components)`` when the last solve did not submit it."""
+        raise NotImplementedError
+
+    def forest_parts(self, st, i, ids_f) -> list:
+        """Futures of the forest's ``(edge_id, src, dst, weight)`` rows that chunk ``i`` holds."""
+        raise NotImplementedError
+
+    def forest_rows(self, st, ids_f, edge_ids):
+        """``(src, dst, weight)`` of the forest's edges ``edge_ids``, on the client."""
+        raise NotImplementedError
+
+    # -- shared helpers ------------------------------------------------------------------
+
+    def publish_start(self):
+        g = self.g
+        self.events.publish("run-start", graph=g.name, n_vertices=g.n_vertices, n_edges=g.n_edges,
+                            partitions=len(self.ranges), workers=list(self.cluster.workers), time=self.wall_start)
+
+    def release_scratch(self, delay=None):
+        """Release the CPU kernels' scratch on the workers (see :func:`~mst_dist.engine.scratch.release_scratch`)."""
+        try:
+            self.client.run(release_scratch, delay)
+        except Exception:  # a worker gone since: its memory went with it
+            logger.debug("could not release the workers' scratch memory", exc_info=True)
+
+    def _clean_up(self):
+        """A worker's memory after a run is back near where it began."""
+        gpu_workers = [w for w, k in self.cluster.kinds.items() if k == "gpu"]
+        if gpu_workers:
+            try:
+                self.client.run(tasks.forget_device_maps, workers=gpu_workers)
+            except Exception:  # a worker gone since: its memory went with it
+                logger.debug("could not free the round maps on the GPU workers", exc_info=True)
+        self.release_scratch()

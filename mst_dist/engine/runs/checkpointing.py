@@ -1,0 +1,112 @@
+"""A run's checkpoints: save after each round or pass, and go on from the last save.
+
+:class:`RunCheckpoint` is the run-side helper over a checkpoint directory
+(:class:`mst_dist.engine.checkpoint.Checkpoint`, which owns the on-disk
+format): it keeps the running labels and forest as futures on the workers,
+has a worker write each state, and reads a saved state back as futures.  A
+kind of run calls it; the state it resumes into is the kind's own.
+"""
+from __future__ import annotations
+
+import logging
+
+from mst_dist.engine import checkpoint
+from mst_dist.engine.keys import task_key
+
+logger = logging.getLogger("mst_dist")
+
+#: A checkpoint's tasks go before the round submitted ahead (the run waits for them).
+CHECKPOINT_PRIORITY = 10
+
+
+class RunCheckpoint:
+    """The checkpoints of one run (``token``) of ``graph`` under ``spec`` on ``client``."""
+
+    def __init__(self, client, graph, spec, token):
+        self.client = client
+        self.token = token
+        self.store = checkpoint.Checkpoint(spec.checkpoint, graph, spec.identity(), resume=spec.resume)
+        self.saved: checkpoint.Manifest | None = None
+        self.labels = None      #: future of the vertex -> component map so far (resident)
+        self.forest = None      #: future of the forest ids so far
+
+    @classmethod
+    def open(cls, client, graph, spec, token) -> "RunCheckpoint | None":
+        """The run's checkpoint (``None`` without ``spec.checkpoint``), with the state to go on from."""
+        if spec.checkpoint is None:
+            return None
+        ck = cls(client, graph, spec, token)
+        ck.saved = ck.store.open()
+        s = ck.saved
+        if s is not None:
+            logger.info("resuming from checkpoint %s: %s %d done, %d components left", ck.store.path,
+                        "pass" if s.mode == "stream" else "round",
+                        s.passes if s.mode == "stream" else s.round, s.components)
+        return ck
+
+    @property
+    def mode(self) -> str | None:
+        """The saved run's mode (``"resident"`` or ``"stream"``), ``None`` with nothing saved."""
+        return None if self.saved is None else self.saved.mode
+
+    def _key(self, phase, rnd, index=None):
+        return task_key(phase, rnd, self.token, None, index)
+
+    def _submit(self, func, *args, key):
+        return self.client.submit(func, *args, key=key, priority=CHECKPOINT_PRIORITY)
+
+    def _save(self, index, labels, forest, parts=(), **where):
+        """Write one state (a worker writes the arrays), then the manifest naming it."""
+        with self.store.saving(**where) as tmp:
+            self.client.submit(checkpoint.write_state, tmp, labels, forest, *parts,
+                               key=self._key("checkpoint", index, self.store.saves), pure=False,
+                               priority=CHECKPOINT_PRIORITY).result()
+
+    # -- resident runs: a state per round ------------------------------------------------
+
+    def save_round(self, st, rmap, chosen, rec):
+        """After a round or the local finish: the labels and the forest so far."""
+        self.labels = self._submit(checkpoint.compose_labels, self.labels, rmap,
+                                   key=self._key("checkpoint-labels", st.rnd))
+        self.forest = self._submit(checkpoint.merge_forest, self.forest, chosen,
+                                   key=self._key("checkpoint-forest", st.rnd))
+        self._save(st.rnd, self.labels, self.forest, mode="resident", round=st.rnd,
+                   components=st.n_comp, edges_left=st.edges_left, light=st.light,
+                   record=checkpoint.record_dict(rec), complete=st.n_comp == 0 and not st.light)
+
+    def resume_round(self):
+        """The saved labels (a round map over the vertices) and forest, as futures."""
+        s, c = self.saved, self.client
+        d = self.store.state_dir(s)
+        self.labels = c.submit(checkpoint.read_labels, d, s.components, key=self._key("resume-labels", s.round),
+                               pure=False)
+        self.forest = c.submit(checkpoint.read_forest, d, key=self._key("resume-forest", s.round), pure=False)
+        return self.labels, self.forest
+
+    # -- streaming runs: a state per pass ------------------------------------------------
+
+    def save_pass(self, st, k, hi, n_live, chosen):
+        """After pass ``k``: the vertex map, the forest and its rows so far."""
+        self.forest = self._submit(checkpoint.merge_forest, self.forest, chosen,
+                                   key=self._key("checkpoint-forest", k))
+        rows = [r for rs in st.rows.values() for r in rs]
+        self._save(k, st.vmap, self.forest, rows, mode="stream", round=st.rnd, passes=k,
+                   components=n_live, threshold=None if hi is None else list(hi), complete=hi is None,
+                   rows=bool(rows), light=False, record=None)
+
+    def resume_pass(self, ranges, n_vertices):
+        """The saved vertex map, forest and (per chunk of ``ranges``) forest rows, as futures."""
+        s, c = self.saved, self.client
+        d, k = self.store.state_dir(s), s.passes
+        vmap = c.submit(checkpoint.read_labels, d, key=self._key("resume-vmap", k), pure=False)
+        self.forest = c.submit(checkpoint.read_forest, d, key=self._key("resume-forest", k), pure=False)
+        rows = {}
+        if s.rows:
+            for i, r in enumerate(ranges):
+                rows[i] = [c.submit(checkpoint.read_rows, d, r.offset, r.offset + r.stop - r.start, n_vertices,
+                                    key=self._key("resume-rows", k, i), pure=False)]
+        return vmap, self.forest, rows
+
+    def discard(self):
+        """The run is done: a rerun starts over."""
+        self.store.discard()

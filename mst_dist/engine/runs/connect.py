@@ -1,0 +1,92 @@
+"""The first step of every run: the workers, the kernels each runs, and what they can hold.
+
+:func:`connect` asks the scheduler once and returns a :class:`ClusterLayout`;
+the kind of run and its plan are decided from it.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from mst_dist.engine.cluster_info import scheduler_workers
+from mst_dist.engine.placement import measure_throughput, worker_kinds
+from mst_dist.engine.scratch import PLUGIN_NAME, ScratchPlugin
+from mst_dist.graph import InvalidGraphError, human_bytes, vertex_memory
+
+logger = logging.getLogger("mst_dist")
+
+
+@dataclass(frozen=True)
+class ClusterLayout:
+    """The workers a run uses, as the scheduler listed them when it started."""
+
+    workers: tuple              #: worker addresses, sorted
+    threads: int                #: worker threads in all
+    kinds: dict                 #: worker -> "cpu" or "gpu": the kernels it runs
+    device_memory: int | None   #: the smallest GPU worker's device memory (None: no GPU worker)
+    min_memory: int             #: the smallest worker's memory limit (16 GiB when unknown)
+    total_memory: int           #: the workers' memory limits added up
+    throughput: dict | None     #: worker -> relative edges/s, where chunks are dealt out by it
+    measured: dict | None       #: the throughput measured (or given) on a mixed cluster
+
+    @property
+    def n_workers(self) -> int:
+        return len(self.workers)
+
+    def backend_used(self) -> str:
+        """``cpu``, ``gpu`` or ``mixed``: the kernels the chunks' workers run."""
+        used = set(self.kinds.values()) if self.throughput is None else {self.kinds[w] for w in self.throughput}
+        return used.pop() if len(used) == 1 else "mixed"
+
+
+def check_vertex_memory(graph, memory):
+    """Refuse a graph whose per-vertex state would not fit in the largest worker (``memory`` 0: unknown)."""
+    need = vertex_memory(graph.n_vertices)
+    if memory and need > memory:
+        raise InvalidGraphError(
+            f"n_vertices = {graph.n_vertices} would need about {human_bytes(need)} of per-vertex arrays on one "
+            f"worker, more than the largest worker has ({human_bytes(memory)}): relabel the vertex ids to "
+            f"0..n-1 (e.g. numpy.unique(ids, return_inverse=True)) or use workers with more memory",
+            source=graph.name)
+
+
+def _workers(client):
+    workers = scheduler_workers(client)
+    if not workers:
+        # a cluster that has just started may not have listed its workers yet
+        try:
+            client.wait_for_workers(1, timeout=60)
+        except Exception as e:  # distributed raises TimeoutError
+            raise RuntimeError("the Dask cluster has no workers (waited 60 s)") from e
+        workers = scheduler_workers(client)
+    return workers
+
+
+def connect(client, graph, spec, token) -> ClusterLayout:
+    """The :class:`ClusterLayout` of ``client``'s cluster for a run of ``graph`` under ``spec``.
+
+    Registers the scratch plugin (the CPU kernels' scratch within each
+    worker's memory limit, workers that join later too), refuses a graph
+    whose per-vertex state no worker can hold, probes which workers run the
+    GPU kernels, and on a mixed cluster measures (or takes) their throughput.
+    """
+    workers = _workers(client)
+    try:
+        client.register_plugin(ScratchPlugin(), name=PLUGIN_NAME)
+    except Exception:  # an old scheduler: the arenas keep their default size
+        logger.debug("could not register the scratch plugin", exc_info=True)
+    limits = [(w.get("memory_limit") or 0) for w in workers.values()]
+    min_memory = min(limits) or 2**34
+    check_vertex_memory(graph, max(limits))
+    kinds, device_memory = worker_kinds(client, workers, spec.backend)
+    present = set(kinds.values())
+    throughput = measured = None
+    if spec.backend == "gpu" and "cpu" in present:
+        # chunks only on the GPU workers; the CPU workers help with merges
+        throughput = {w: 1.0 for w, k in kinds.items() if k == "gpu"}
+    elif present == {"cpu", "gpu"}:
+        throughput = measured = measure_throughput(client, kinds, spec.backend, token, spec.throughput)
+    return ClusterLayout(workers=tuple(sorted(workers)), threads=sum(w.get("nthreads", 1) for w in workers.values()),
+                         kinds=kinds, device_memory=device_memory, min_memory=min_memory,
+                         total_memory=sum(limits) or min_memory * len(workers), throughput=throughput,
+                         measured=measured)

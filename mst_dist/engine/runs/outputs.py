@@ -1,0 +1,43 @@
+"""The workers write a run's forest and labels as Parquet datasets, atomically.
+
+A dataset appears only once every part is written (in a hidden directory
+renamed into place, :func:`mst_dist.io.writers.atomic_dir`): a failed run
+leaves none.
+"""
+from __future__ import annotations
+
+import operator
+import os
+
+from mst_dist.io import writers
+
+#: Vertices per part of a labels dataset.
+LABELS_PART_VERTICES = 1 << 24
+
+
+def write_forest(client, builder, path, parts, rnd=0):
+    """One part file per chunk, from the futures of its forest rows (``parts[i]``, a list).
+
+    Rows are sorted by edge id; the parts are in edge id order.  Returns
+    ``(forest edges, total weight)``.
+    """
+    with writers.atomic_dir(path) as tmp:
+        futs = [client.submit(writers.write_forest_part, os.path.join(tmp, writers.DATASET_PART.format(i)), *p,
+                              key=builder.key("write-forest", rnd, i), pure=False)
+                for i, p in enumerate(parts)]
+        done = client.gather(futs)
+    return sum(n for n, _ in done), sum(t for _, t in done) if done else 0
+
+
+def write_labels(client, builder, path, lab_f, n):
+    """The component labels (future of ``(labels, components)``) as parts of vertex ranges.
+
+    Returns the number of components.
+    """
+    labels = client.submit(operator.getitem, lab_f, 0, key=builder.key("labels-array", 0))
+    step = max(1, min(n, LABELS_PART_VERTICES))
+    with writers.atomic_dir(path) as tmp:
+        client.gather([client.submit(writers.write_labels_part, os.path.join(tmp, writers.DATASET_PART.format(j)),
+                                     labels, a, min(n, a + step), key=builder.key("write-labels", 0, j), pure=False)
+                       for j, a in enumerate(range(0, max(n, 1), step))])
+    return client.submit(operator.getitem, lab_f, 1, key=builder.key("labels-count", 0)).result()

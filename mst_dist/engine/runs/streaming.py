@@ -1,0 +1,234 @@
+"""A streaming run: edges read from their source in passes, never all kept.
+
+A sample of some windows of rows gives the thresholds; each pass then
+streams every chunk from its source once, keeps the slice of the strict
+``(weight, edge id)`` order up to the next threshold that still joins two
+components, and solves it (distributed rounds or the local finish, as any
+graph: the :class:`~mst_dist.engine.runs.solver.Solver`) starting from the
+components of the passes before (see :mod:`mst_dist.engine.passes`).  Only
+the vertex -> component map, the chosen edges' rows and one slice stay on
+the workers.
+"""
+from __future__ import annotations
+
+import operator
+import time
+
+import numpy as np
+from distributed import as_completed
+
+from mst_dist.engine import passes, tasks
+from mst_dist.engine.placement import pin
+from mst_dist.engine.plan import slice_budget
+from mst_dist.engine.runs.base import Run
+from mst_dist.engine.runs.resident import rows_from_arrays
+from mst_dist.engine.runs.solver import Solver
+from mst_dist.engine.runs.state import SolveState, StreamState
+from mst_dist.result import PassStats
+
+#: Edges sampled to set a streaming run's thresholds, from windows of rows spread over the graph.
+SAMPLE_EDGES = 1 << 18
+SAMPLE_WINDOWS = 4
+SAMPLE_WINDOW_EDGES = 1 << 18
+
+
+class Sample:
+    """A streaming run's sample (original ids, keys, edge ids) and the graph's non-loop edges, estimated."""
+
+    def __init__(self, u, v, key, eid, m_est):
+        self.u, self.v, self.key, self.eid, self.m_est = u, v, key, eid, m_est
+
+    def ordered(self):
+        """``(key, eid)`` of the sample in the strict order."""
+        order = np.lexsort((self.eid, self.key))
+        return self.key[order], self.eid[order]
+
+
+class StreamingRun(Run):
+    """Passes over the edge source, each solving one slice of the strict order."""
+
+    kind = "streaming"
+    streams = True
+
+    def load(self) -> StreamState:
+        """What each chunk is read from: the caller's arrays scattered once, else its source."""
+        g = self.g
+        self.publish_start()
+        scattered = self.builder.load(g.sources, self.ranges, validate=False) if g.in_memory else None
+        inputs = [((scattered[i] if scattered else g.sources[r.source]), r.start, r.stop, r.offset)
+                  for i, r in enumerate(self.ranges)]
+        return StreamState(inputs=inputs, n_comp=g.n_vertices)
+
+    def rounds(self, st: StreamState):
+        """Sample, then pass after pass until the last slice (the rest of the order) is solved."""
+        g, c, key = self.g, self.client, self.builder.key
+        sample = self._sample(st)
+        self.stats.setup_seconds = time.perf_counter() - self.t_start
+        st.t_solve = time.perf_counter()
+        lo, n_live, k, done = None, g.n_vertices, 0, False
+        if self.ckpt is not None and self.ckpt.saved is not None:
+            lo, n_live, k, done = self._resume(st)
+        solver = Solver(self)
+        while not done:
+            k += 1
+            hi = self._next_threshold(sample, st.vmap, lo, n_live, k)
+            kept, rows = self._pass(st, k, lo, hi)
+            sub = SolveState(n_comp=n_live, edges_left=self.stats.passes[-1].edges_kept, chunks=kept,
+                             rnd=st.rnd, t_solve=st.t_solve)
+            solver.solve(sub, light=False)
+            st.rnd = sub.rnd
+            st.chosen.extend(sub.chosen)
+            chosen = c.submit(tasks.forest_ids, *sub.chosen, key=key("pass-forest", k))
+            for i, r in enumerate(rows):
+                st.rows.setdefault(i, []).append(c.submit(passes.trim_rows, r, chosen, key=key("pass-trim", k, i)))
+            composed = c.submit(passes.compose, st.vmap, *sub.maps, key=key("pass-compose", k))
+            st.vmap = c.submit(operator.getitem, composed, 0, key=key("pass-vmap", k))
+            n_live = c.submit(operator.getitem, composed, 1, key=key("pass-components", k)).result()
+            # the slice is solved: let the workers drop it (and its rows, once trimmed) before the next pass
+            kept = rows = sub = composed = None
+            if self.ckpt is not None:
+                self.ckpt.save_pass(st, k, hi, n_live, chosen)
+            if hi is None:
+                break
+            lo = hi
+        st.n_comp = 0
+
+    def _resume(self, st):
+        """Go on from a checkpoint: ``(lo, components, passes done, complete)``."""
+        s = self.ckpt.saved
+        st.vmap, forest, st.rows = self.ckpt.resume_pass(self.ranges, self.g.n_vertices)
+        st.chosen = [forest]
+        st.rnd = s.round
+        self.stats.resumed_from = st.rnd
+        lo = None if s.threshold is None else tuple(s.threshold)
+        return lo, s.components, s.passes, s.complete
+
+    # -- the sample and the thresholds ---------------------------------------------------
+
+    def _sample(self, st) -> Sample:
+        """Sample some windows of rows: the sample and the graph's non-loop edges, estimated."""
+        windows = self._sample_windows()
+        sampled = sum(hi - lo for _, (lo, hi) in windows)
+        rate = min(1.0, SAMPLE_EDGES / max(1, sampled))
+        validate = not self.g.validated
+        futs = [self.client.submit(passes.sample_chunk, *st.inputs[i], self.g.n_vertices, validate, rate, j,
+                                   (lo, hi), key=self.builder.key("pass-sample", 0, j), **pin(self.places[i]))
+                for j, (i, (lo, hi)) in enumerate(windows)]
+        t0 = time.perf_counter()
+        parts = self._progress("sample", futs, lambda r: (r.bytes_read, r.rows, 0))
+        if parts:
+            u, v, key, eid = (np.concatenate([getattr(p, f) for p in parts]) for f in ("u", "v", "key", "eid"))
+            nonloop, raw = sum(p.nonloop for p in parts), sum(p.rows for p in parts)
+        else:
+            u = v = eid = np.zeros(0, np.int64)
+            key = np.zeros(0, np.uint64)
+            nonloop = raw = 0
+        self.stats.passes.append(PassStats("sample", len(futs), raw, sum(p.bytes_read for p in parts), 0,
+                                           time.perf_counter() - t0))
+        m_est = nonloop * self.g.n_edges / raw if raw else 0
+        return Sample(u, v, key, eid, m_est)
+
+    def _sample_windows(self):
+        """``[(chunk, (lo, hi)), ...]``: up to :data:`SAMPLE_WINDOWS` windows of rows spread over the graph."""
+        m = self.g.n_edges
+        if not m:
+            return []
+        width = max(1, min(SAMPLE_WINDOW_EDGES, m // SAMPLE_WINDOWS))
+        out = {}
+        # windows start at multiples of their width: a source read in blocks (a generator's
+        # 2**20 edges) then makes each window from one block
+        for pos in (np.linspace(0, m - 1, min(m, SAMPLE_WINDOWS)).astype(np.int64) // width) * width:
+            i = next(j for j, r in enumerate(self.ranges) if r.offset <= pos < r.offset + r.n_edges)
+            r = self.ranges[i]
+            lo = r.start + int(pos - r.offset)
+            out.setdefault((i, lo), (i, (lo, min(r.stop, lo + width))))
+        return list(out.values())
+
+    def _next_threshold(self, sample, vmap, lo, n_live, k):
+        """The upper end of the next pass's slice (``None``: the rest of the order).
+
+        The first slice is the ~``light_factor * n`` lightest edges (at most
+        the budget); each later one as much as the budget allows, estimated
+        by relabelling the sample with the components found so far.
+        """
+        spec = self.spec
+        budget = slice_budget(self.cluster.total_memory)
+        n = sample.key.shape[0]
+        if not n or not sample.m_est:
+            return None
+        scale = sample.m_est / n
+        if k == 1:
+            want = budget
+            if spec.light_factor > 0 and sample.m_est > spec.min_degree * n_live:
+                want = min(budget, spec.light_factor * n_live)
+            q = int(want / scale)
+            if q >= n:
+                return None
+            key, eid = sample.ordered()
+            return int(key[q]), int(eid[q])
+        ks, es = self.client.submit(passes.survivors, vmap, sample.u, sample.v, sample.key, sample.eid, lo,
+                                    key=self.builder.key("pass-estimate", k)).result()
+        q = int(budget / scale)
+        return None if q >= ks.shape[0] else (int(ks[q]), int(es[q]))
+
+    # -- one pass ------------------------------------------------------------------------
+
+    def _pass(self, st, k, lo, hi):
+        """Stream every chunk once; keep the slice ``lo < (key, eid) <= hi`` that joins two components."""
+        c, key = self.client, self.builder.key
+        validate = not self.g.validated
+        outs = [c.submit(passes.pass_chunk, *inp, self.g.n_vertices, validate, st.vmap, lo, hi, self.spec.backend,
+                         key=key("pass", k, i), **pin(self.places[i]))
+                for i, inp in enumerate(st.inputs)]
+        kept = [c.submit(operator.getitem, o, 0, key=key("pass-kept", k, i)) for i, o in enumerate(outs)]
+        rows = [c.submit(operator.getitem, o, 1, key=key("pass-rows", k, i)) for i, o in enumerate(outs)]
+        stats = [c.submit(operator.getitem, o, 2, key=key("pass-stats", k, i)) for i, o in enumerate(outs)]
+        name = f"pass {k}"
+        del outs
+        t0 = time.perf_counter()
+        recs = self._progress(name, stats, lambda r: (r.bytes_read, r.edges_in, r.edges_kept))
+        self.stats.passes.append(PassStats(name, len(recs), sum(r.edges_in for r in recs),
+                                           sum(r.bytes_read for r in recs), sum(r.edges_kept for r in recs),
+                                           time.perf_counter() - t0))
+        return kept, rows
+
+    def _progress(self, name, futs, measure):
+        """Wait for a pass's tasks, telling progress as each chunk is done; their results, in order."""
+        results = [None] * len(futs)
+        index = {f.key: i for i, f in enumerate(futs)}
+        done = read = kept = edges = 0
+        last = 0.0
+        for f in as_completed(futs):
+            r = f.result()
+            results[index[f.key]] = r
+            nb, ne, nk = measure(r)
+            done, read, edges, kept = done + 1, read + nb, edges + ne, kept + nk
+            now = time.perf_counter()
+            if now - last > 0.2 or done == len(futs):
+                last = now
+                self.events.emit(round=0, phase="pass", components=self.g.n_vertices, edges=kept, **{
+                    "pass": name, "chunks_done": done, "chunks_total": len(futs), "bytes_read": read,
+                    "edges_read": edges})
+        return results
+
+    # -- finish and write ----------------------------------------------------------------
+
+    def finish(self, st):
+        self.release_scratch(0)  # no solve follows: the scratch goes before the labels and rows are made
+        return super().finish(st)
+
+    def labels(self, st):
+        return self.client.submit(passes.vertex_labels, st.vmap, self.g.n_vertices,
+                                  key=self.builder.key("labels", st.rnd))
+
+    def forest_parts(self, st, i, ids_f):
+        return st.rows.get(i, [])
+
+    def forest_rows(self, st, ids_f, edge_ids):
+        """From the rows each pass kept; from the caller's arrays where they are the graph."""
+        g = self.g
+        if g.in_memory and len(g.sources) == 1:
+            return rows_from_arrays(g.sources[0], edge_ids)
+        rows = (r for rs in st.rows.values() for r in rs)
+        src, dst, w = self.client.submit(passes.forest_rows, ids_f, *rows, key=self.builder.key("rows", st.rnd)).result()
+        return src, dst, w.astype(np.dtype(g.weight_dtype), copy=False)
