@@ -406,7 +406,7 @@ def validate_run_config(raw, source=None, check_paths=True):
     >>> validate_run_config({"graph": {"generate": {"kind": "grid", "rows": "x", "cols": 4}}})
     Traceback (most recent call last):
     ...
-    mst_dist.config.ConfigError: graph.generate.rows: expected int, got str 'x'
+    mst_dist.errors.ConfigError: graph.generate.rows: expected int, got str 'x'
     """
     if raw is None:
         raw = {}

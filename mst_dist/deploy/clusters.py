@@ -57,7 +57,7 @@ def connect(cfg):
 
     Waits up to ``cluster.wait_timeout`` for a worker.  ``cluster.security``
     gives the TLS certificates (else Dask's ``distributed.comm.tls.*``); a
-    ``tls://`` address without any is a :class:`~mst_dist.config.ConfigError`
+    ``tls://`` address without any is a :class:`~mst_dist.ConfigError`
     saying what to give, before connecting.
     """
     from mst_dist.config import ConfigError
