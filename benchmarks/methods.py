@@ -86,6 +86,7 @@ def _engine_once(ctx, local_finish=None, with_client=True):
 def _kernels_once(ctx, dedupe=0.0):
     """One run of the engine's CPU kernels chained without Dask."""
     from mst_dist.kernels import cpu
+    from mst_dist.kernels.tuning import solve_local_dedupe
     from mst_dist.result import exact_total
 
     src, dst, w, n = ctx["arrays"]
@@ -93,7 +94,7 @@ def _kernels_once(ctx, dedupe=0.0):
     t0 = time.perf_counter()
     chunk = cpu.prepare_many([(src, dst, w)], [0], n)
     t1 = time.perf_counter()
-    sol = cpu.solve_local(chunk, n, light_factor=lf, min_degree=md, dedupe=dedupe)
+    sol = solve_local_dedupe(cpu, chunk, n, light_factor=lf, min_degree=md, dedupe=dedupe)
     M, chosen = sol.M, sol.chosen
     del chunk, sol
     t2 = time.perf_counter()

@@ -13,8 +13,8 @@ Three things every report and every optional feature needs, written once:
   per-user directory for them where neither the package's folder nor the
   user's cache folder can be written.
 
-Nothing here imports the rest of mst-dist (``mst_dist._version`` aside),
-so any layer may use it; none of these functions raises for a missing
+Nothing here imports the rest of mst-dist (``mst_dist._version`` and the
+kernels' compile policy aside), so any layer above the kernels may use it; none of these functions raises for a missing
 package, except :func:`optional_import`, whose job that is.
 """
 from __future__ import annotations
@@ -251,59 +251,20 @@ def optional_import(module, *, extra=None, what=None, package=None):
                           f"install it with: pip install {hint}") from None
 
 
-def _writable(path):
-    """Whether a directory exists or can be made, and a file can be written in it (as Numba checks)."""
-    import tempfile
-
-    try:
-        os.makedirs(path, exist_ok=True)
-        with tempfile.TemporaryFile(dir=path):
-            pass
-    except OSError:
-        return False
-    return True
-
-
-def _user_cache_root():
-    """The user's cache folder, as Numba's user-wide cache finds it (``$XDG_CACHE_HOME`` or ``~/.cache``)."""
-    return os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-
-
 def kernel_cache_dir(fallback=True):
     """Where Numba keeps mst-dist's compiled CPU kernels, making sure it can keep them somewhere.
 
-    Numba caches beside the sources (``mst_dist/kernels/cpu/__pycache__``)
-    where that folder can be written, else in the user's cache folder
-    (``~/.cache/numba``), else nowhere: then every process would fail to
-    import the kernels.  In that last case (a read-only install and no
-    writable home, as in some containers and batch jobs), and with ``fallback``,
-    this sets ``NUMBA_CACHE_DIR`` (and Numba's setting, if it is imported
-    already) to a per-user folder of the temporary directory, which persists
-    between processes.  A ``NUMBA_CACHE_DIR`` set by the caller wins.
+    The kernels' compile policy decides
+    (:func:`mst_dist.kernels.compile.cache_location`): beside the sources,
+    else the user's cache folder, else (with ``fallback``) a per-user folder
+    of the temporary directory, which it sets as ``NUMBA_CACHE_DIR``.  A
+    ``NUMBA_CACHE_DIR`` set by the caller wins.
 
     Returns
     -------
     str or None
         The folder Numba caches under; ``None`` when none can be written.
     """
-    import sys
-    import tempfile
+    from mst_dist.kernels.compile import cache_location
 
-    given = os.environ.get("NUMBA_CACHE_DIR")
-    if given:
-        return given
-    pkg = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernels", "cpu", "__pycache__")
-    if _writable(pkg):
-        return pkg
-    user = os.path.join(_user_cache_root(), "numba")
-    if _writable(user):
-        return user
-    uid = os.getuid() if hasattr(os, "getuid") else os.environ.get("USERNAME", "user")
-    tmp = os.path.join(tempfile.gettempdir(), f"mst-dist-numba-{uid}")
-    if not fallback or not _writable(tmp):
-        return None
-    os.environ["NUMBA_CACHE_DIR"] = tmp
-    numba = sys.modules.get("numba")
-    if numba is not None:
-        numba.config.CACHE_DIR = tmp
-    return tmp
+    return cache_location(fallback)

@@ -78,9 +78,9 @@ def check_edges(src, dst, w, n_vertices, offset=0, where=""):
     if device:
         i, reason, maxid = _first_invalid_on_device(src, dst, w, n_vertices)
     else:
-        from mst_dist.kernels import cpu
+        from mst_dist.kernels import backend
 
-        i, reason, maxid = cpu.first_invalid_edge(src, dst, w, n_vertices)
+        i, reason, maxid = backend("cpu").first_invalid_edge(src, dst, w, n_vertices)
     if i >= 0:
         wv = "" if w is None else f", weight={w[i].item()!r}"
         raise InvalidGraphError(
@@ -97,20 +97,10 @@ def _on_device(a):
 
 
 def _first_invalid_on_device(src, dst, w, n_vertices):
-    """:func:`mst_dist.kernels.cpu.first_invalid_edge` for CuPy arrays: ``(index, reason, max_id)``."""
-    import cupy as xp
+    """The kernels' validation of CuPy arrays, on their device: ``(index, reason, max_id)``."""
+    from mst_dist.kernels import backend
 
-    from mst_dist.kernels import reference
-
-    i = reference.first_invalid_edge(src, dst, w, n_vertices, xp=xp)
-    if i < 0:
-        return -1, "", int(xp.maximum(src.max(), dst.max())) if src.shape[0] else -1
-    a, b = int(src[i]), int(dst[i])
-    if a < 0 or b < 0:
-        return i, "negative vertex id", -1
-    if n_vertices >= 0 and (a >= n_vertices or b >= n_vertices):
-        return i, "vertex id out of range", -1
-    return i, "weight is NaN" if bool(xp.isnan(w[i])) else "weight is infinite", -1
+    return backend("reference", xp="cupy").first_invalid_edge(src, dst, w, n_vertices)
 
 
 class ChunkRange(NamedTuple):

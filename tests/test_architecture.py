@@ -173,3 +173,123 @@ def test_every_error_class_is_defined_in_errors():
         exceptions |= {n for _, n in new}
     bad = sorted(f"{m}.{n}" for m, n in found - PRIVATE_EXCEPTIONS if m != "mst_dist.errors")
     assert not bad, "exception classes outside mst_dist.errors: " + ", ".join(bad)
+
+
+# ---------------------------------------------------------------------------
+# the kernels are reached through their registry and their contract
+# ---------------------------------------------------------------------------
+
+#: Modules outside the kernels that may still import a backend module (a module name, or a package
+#: for all its modules), each with the reason, while they move to the registry.  Empty: the engine's
+#: runs (mst_dist.engine.runs, split out of the former engine/driver.py) import none; an entry no
+#: module needs any more fails :func:`test_the_backend_import_allowlist_is_still_needed`.
+BACKEND_IMPORT_ALLOWLIST = {}
+
+_BACKEND_MODULES = ("mst_dist.kernels.cpu", "mst_dist.kernels.gpu")
+
+
+def _allowed(module):
+    return any(module == a or module.startswith(a + ".") for a in BACKEND_IMPORT_ALLOWLIST)
+
+
+def test_backends_are_reached_through_the_registry():
+    """Outside the kernels no module imports a backend (cpu, gpu): ``mst_dist.kernels.backend(name)``."""
+    bad = []
+    for m, targets in _graph().items():
+        if m.startswith("mst_dist.kernels") or _allowed(m):
+            continue
+        bad += [f"{m} imports {t}" for t in sorted(targets)
+                if any(t == b or t.startswith(b + ".") for b in _BACKEND_MODULES)]
+    assert not bad, "backend modules imported outside the kernels:\n" + "\n".join(bad)
+
+
+def test_the_backend_import_allowlist_is_still_needed():
+    graph = _graph()
+    stale = [a for a in BACKEND_IMPORT_ALLOWLIST
+             if not any((m == a or m.startswith(a + ".")) and
+                        any(t == b or t.startswith(b + ".") for t in ts for b in _BACKEND_MODULES)
+                        for m, ts in graph.items())]
+    assert not stale, f"allowed to import a backend but imports none (drop them from the list): {stale}"
+
+
+#: Calls that return a backend (the registry's, and the engine's own choosers over it).
+_BACKEND_GETTERS = {"backend", "kernel_backend", "kernels_for", "host_kernels"}
+#: Names that hold a backend by the engine's convention.
+_BACKEND_NAMES = {"kern"}
+
+
+def _getter(node):
+    f = node.func if isinstance(node, ast.Call) else None
+    name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
+    return name in _BACKEND_GETTERS
+
+
+def _backend_uses(tree):
+    """``(line, attribute)`` of every attribute the code reads off a backend."""
+    names = set(_BACKEND_NAMES)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and _getter(node.value):
+            names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+    def is_backend(node):
+        return (isinstance(node, ast.Name) and node.id in names) or _getter(node)
+
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and is_backend(node.value):
+            out.append((node.lineno, node.attr))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                node.func.id in ("hasattr", "getattr") and len(node.args) >= 2 and is_backend(node.args[0]):
+            # a capability is asked through its flag, never by probing for a function
+            out.append((node.lineno, f"{node.func.id}({ast.unparse(node.args[1])})"))
+        elif isinstance(node, ast.Compare) and isinstance(node.left, ast.Attribute) and \
+                node.left.attr == "name" and is_backend(node.left.value):
+            # what a backend can do is its capabilities' business, not its name's
+            out.append((node.lineno, f"name compared ({ast.unparse(node)})"))
+    return out
+
+
+@pytest.mark.parametrize("prefix", ["mst_dist.engine", "mst_dist.graph", "mst_dist.io"])
+def test_callers_use_only_the_contracts_names(prefix):
+    """Every attribute the engine, the graph and the readers read off a backend is the contract's."""
+    from mst_dist.kernels.contract import CAPABILITIES
+
+    bad, seen = [], 0
+    for m, p in sorted(_modules().items()):
+        if m != prefix and not m.startswith(prefix + "."):
+            continue
+        for line, attr in _backend_uses(ast.parse(p.read_text())):
+            seen += 1
+            if attr not in CAPABILITIES:
+                bad.append(f"{m}:{line}: .{attr}")
+    assert not bad, "backend attributes outside the contract (mst_dist.kernels.contract):\n" + "\n".join(bad)
+    assert seen, f"no backend use found under {prefix}: the check reads nothing"
+
+
+def test_every_backend_has_the_contracts_capabilities():
+    from mst_dist.kernels import backend
+    from mst_dist.kernels.contract import ATTRIBUTES, OPTIONAL_FUNCTIONS, PHASE_FUNCTIONS
+
+    for kern in (backend("reference"), backend("cpu"), backend("gpu", xp="numpy")):
+        missing = [a for a in (*PHASE_FUNCTIONS, *ATTRIBUTES) if not hasattr(kern, a)]
+        assert not missing, f"{kern.name} lacks {missing}"
+        for func, flag in OPTIONAL_FUNCTIONS.items():
+            assert hasattr(kern, func) == bool(getattr(kern, flag)), f"{kern.name}: {func} and {flag} disagree"
+
+
+#: Numba's private names the package relies on; read in :mod:`mst_dist.kernels.compile` only,
+#: each behind a function with a fallback.
+_NUMBA_PRIVATE = {"_cache", "_cache_file", "_cache_path", "_load_index", "_index_path", "_impl", "_locator",
+                  "_cache_hits", "_cache_misses", "_compile_for_args", "_overloads"}
+
+
+def test_no_private_numba_attribute_outside_the_compile_module():
+    bad = []
+    for m, p in _modules().items():
+        if m == "mst_dist.kernels.compile":
+            continue
+        for node in ast.walk(ast.parse(p.read_text())):
+            if isinstance(node, ast.Attribute) and node.attr in _NUMBA_PRIVATE:
+                bad.append(f"{m}:{node.lineno}: .{node.attr}")
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("numba"):
+                bad += [f"{m}:{node.lineno}: {node.module}.{a.name}" for a in node.names if a.name.startswith("_")]
+    assert not bad, "Numba's private names outside mst_dist.kernels.compile:\n" + "\n".join(sorted(bad))

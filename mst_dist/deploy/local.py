@@ -47,9 +47,9 @@ def local_gpu(backend):
     if backend == "cpu":
         return False
     from mst_dist import config
-    from mst_dist.kernels.gpu import GPU_INSTALL_HINT, GPUUnavailableError, gpu_ready
+    from mst_dist.kernels import GPU_INSTALL_HINT, GPUUnavailableError, ready
 
-    ok, reason = gpu_ready(config.get("gpu.array-module", None, "cupy"))
+    ok, reason = ready("gpu", config.get("gpu.array-module", None, "cupy"))
     if ok:
         return True
     if backend == "gpu":

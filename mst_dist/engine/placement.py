@@ -6,7 +6,7 @@ import logging
 from mst_dist import config
 from mst_dist.engine import tasks
 from mst_dist.engine.keys import task_key
-from mst_dist.kernels.gpu import GPU_INSTALL_HINT, GPUUnavailableError
+from mst_dist.kernels import GPU_INSTALL_HINT, GPUUnavailableError
 
 logger = logging.getLogger("mst_dist")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from mst_dist.kernels import gpu
+from mst_dist.kernels import backend as kernel_backend
 
 #: Host bytes of one edge in a working chunk: u, v (int32), key (uint64), eid (int64).
 BYTES_PER_EDGE = 24
@@ -66,10 +66,12 @@ def plan_run(n_edges, *, kinds, threads, min_memory, device_memory=None, partiti
     partitions = max(1, min(int(partitions), max(1, m)))
     fits = min_memory // (4 * BYTES_PER_EDGE)
     if "gpu" in kinds.values():
-        # the single task may run on a GPU: its edges must fit the device and one chunk
-        fits = min(fits, gpu.MAX_CHUNK)
+        # the single task may run on a GPU: its edges must fit the device and one chunk (the
+        # limits are the backend's, the same on every array module: the stand-in tells them)
+        gpu = kernel_backend("gpu", xp="numpy")
+        fits = min(fits, gpu.max_chunk_edges)
         if device_memory:
-            fits = min(fits, device_memory // gpu.DEVICE_BYTES_PER_EDGE)
+            fits = min(fits, device_memory // gpu.device_bytes_per_edge)
     if local_finish == "auto":
         local_finish = fits if n_workers == 1 else min(fits, max(2_000_000, m // (4 * n_workers)))
     return Plan(partitions=partitions, local_finish=int(local_finish))

@@ -1,6 +1,6 @@
 """The CPU kernels' scratch memory on the workers: sized from each worker's memory limit, released after a run.
 
-The Numba kernels reuse large scratch buffers (:mod:`mst_dist.kernels.cpu.arena`):
+The Numba kernels reuse large scratch buffers (the CPU backend's ``scratch``):
 memory a Dask worker's memory manager sees only as unmanaged and cannot spill.
 The kernels know nothing of Dask, so the engine passes the budget down:
 
@@ -24,7 +24,10 @@ import threading
 
 from distributed.diagnostics.plugin import WorkerPlugin
 
-from mst_dist.kernels.cpu.arena import ARENA
+from mst_dist.kernels import backend as kernel_backend
+
+#: The CPU kernels' scratch arena (:class:`mst_dist.kernels.contract.Scratch`).
+ARENA = kernel_backend("cpu").scratch
 
 logger = logging.getLogger("mst_dist")
 

@@ -28,8 +28,8 @@ from mst_dist.engine.keys import EVENT_TOPIC, parse_key
 from mst_dist.engine.records import ChunkStats, LocalRecord, RoundMap, RoundRecord
 from mst_dist.graph import check_edges
 from mst_dist.kernels import backend as kernel_backend
-from mst_dist.kernels import cpu, gpu
-from mst_dist.kernels.contract import Chunk, take_to_host
+from mst_dist.kernels import ready as kernels_ready
+from mst_dist.kernels.contract import Chunk
 
 
 @sizeof.register(Chunk)
@@ -87,7 +87,7 @@ def kernels_for(backend):
     """
     if backend != "cpu" and worker_resources().get("GPU", 0):
         name = array_module_name()
-        if gpu.gpu_ready(name)[0]:
+        if kernels_ready("gpu", name)[0]:
             return kernel_backend("gpu", xp=name)
     return kernel_backend("cpu")
 
@@ -100,11 +100,11 @@ def host_kernels():
 def probe():
     """Run on a GPU worker: can it run the GPU kernels? ``(ok, reason, device bytes or None)``."""
     name = array_module_name()
-    ok, reason = gpu.gpu_ready(name)
+    ok, reason = kernels_ready("gpu", name)
     mem = None
     if ok:
         try:
-            mem = gpu.device_memory(gpu.array_module(name))
+            mem = kernel_backend("gpu", xp=name).device_memory()
         except Exception:  # informative only
             mem = None
     return ok, reason, mem
@@ -158,7 +158,7 @@ def map_round(chunk, rmap, n_comp, backend="cpu"):
         new = replace(new, h2d=0)
     dt = time.perf_counter() - t0
     stats = ChunkStats(edges_in=m_in, edges=len(new), map=dt, cand_bytes=cand.nbytes, h2d=h2d,
-                       d2h=cand.d2h, gpu_edges_in=m_in if kern.name == "gpu" else 0)
+                       d2h=cand.d2h, gpu_edges_in=m_in if kern.kind == "gpu" else 0)
     return new, (cand, stats)
 
 
@@ -229,11 +229,11 @@ def solve_local(chunks, rmap, n_comp, prev, n_vertices, light_factor, min_degree
     """
     kern = kernels_for(backend)
     t0 = time.perf_counter()
-    if raw_offsets is not None and rmap is None and prev is None and hasattr(kern, "solve_raw"):
+    if raw_offsets is not None and rmap is None and prev is None and kern.supports_raw_solve:
         # the CPU solves the raw chunks where they lie: no prepared copy of every edge
         sol, prep = kern.solve_raw(chunks, raw_offsets, n_vertices, light_factor=light_factor,
                               min_degree=min_degree, on_round=round_reporter())
-        rec = LocalRecord(kind=kern.name, prepare=prep, solve=time.perf_counter() - t0 - prep,
+        rec = LocalRecord(kind=kern.kind, prepare=prep, solve=time.perf_counter() - t0 - prep,
                           edges_in=int(sum(r[0].shape[0] for r in chunks)), finished_total=sol.n_finished,
                           forest_edges=int(sol.chosen.shape[0]), trace=list(sol.rounds), h2d=0, d2h=0)
         return (sol.M, 0), sol.chosen, rec
@@ -249,7 +249,7 @@ def solve_local(chunks, rmap, n_comp, prev, n_vertices, light_factor, min_degree
     fin_off = 0 if prev is None else prev.finished_total
     sol = kern.solve_local(ch, n_comp, fin_off, relabel=relabel, light_factor=light_factor,
                            min_degree=min_degree, on_round=round_reporter())
-    rec = LocalRecord(kind=kern.name, prepare=t1 - t0, solve=time.perf_counter() - t1, edges_in=m_in,
+    rec = LocalRecord(kind=kern.kind, prepare=t1 - t0, solve=time.perf_counter() - t1, edges_in=m_in,
                       finished_total=fin_off + sol.n_finished, forest_edges=int(sol.chosen.shape[0]),
                       trace=list(sol.rounds), h2d=ch.h2d + nb, d2h=sol.d2h)
     return (sol.M, 0), sol.chosen, rec
@@ -305,16 +305,12 @@ def rows(raw, offset, edge_ids):
 
 
 def gather_rows(src, dst, w, ids):
-    """``(src[ids], dst[ids], w[ids])`` as host arrays.
+    """``(src[ids], dst[ids], w[ids])`` as host arrays (the host kernels' ``take_rows``).
 
-    NumPy arrays of the kernels' dtypes go through the CPU backend's parallel
-    gather (:func:`mst_dist.kernels.cpu.take_rows`); anything else is indexed
-    (a device array on its device, then copied to the host).
+    NumPy arrays of the kernels' dtypes are gathered in parallel; anything
+    else is indexed (a device array on its device, then copied to the host).
     """
-    if all(isinstance(a, np.ndarray) for a in (src, dst, w)) and src.dtype.kind in "iu" and \
-            dst.dtype.kind in "iu" and w.dtype.kind in "iuf" and w.dtype != np.float16:
-        return cpu.take_rows(src, dst, w, ids)
-    return tuple(take_to_host(a, ids) for a in (src, dst, w))
+    return host_kernels().take_rows(src, dst, w, ids)
 
 
 THROUGHPUT = {}  # (worker address, kind) -> measured edges/second, kept for later runs

@@ -16,17 +16,23 @@ each packing (32-bit ints and floats, and the ranked 64-bit path), so CuPy
 compiles (or loads from its cache) their kernels before the first run.  A
 failure is logged, never fatal: the worker starts anyway and compiles on first
 use.
+
+How the kernels compile (Numba's cache, the fingerprint, the groups of
+kernels, the processes that compile them side by side) is the kernels'
+compile policy, :mod:`mst_dist.kernels.compile`; this module decides when,
+and adds the engine's own paths and the generators' kernel.
 """
 from __future__ import annotations
 
-import hashlib
 import logging
-import os
-import sys
 import threading
 import time
 
 import numpy as np
+
+from mst_dist.kernels import backend as kernel_backend
+from mst_dist.kernels import compile as kernel_compile
+from mst_dist.kernels import ready as kernels_ready
 
 __all__ = ["warm", "dask_setup", "ensure_compiled", "kernels_cached", "cache_dir", "COMPILE_STEP"]
 
@@ -37,14 +43,7 @@ logger = logging.getLogger("mst_dist.engine.warmup")
 
 
 def _tiny(weight_dtype, n=48, m=192, seed=0):
-    rng = np.random.default_rng(seed)
-    src = rng.integers(0, n, m)
-    dst = rng.integers(0, n, m)
-    if np.dtype(weight_dtype).kind == "f":
-        w = rng.random(m).astype(weight_dtype)
-    else:
-        w = rng.integers(1, 20, m).astype(weight_dtype)
-    return n, src, dst, w
+    return kernel_compile.tiny_graph(weight_dtype, n, m, seed)
 
 
 def _pipeline(weight_dtype):
@@ -86,7 +85,6 @@ def _pipeline(weight_dtype):
 def _local_pipeline(weight_dtype):
     """What a run that goes straight to the single-task solve calls (the embedded default's usual path)."""
     from mst_dist.engine import tasks as d
-    from mst_dist.kernels import cpu
 
     n, src, dst, w = _tiny(weight_dtype)
     half = src.shape[0] // 2
@@ -106,31 +104,12 @@ PARTS = {"local": _local_pipeline, "rounds": _pipeline}
 
 def _big_labels():
     """Labels of a graph large enough for the parallel numbering, where this process's threads use it."""
-    from mst_dist.kernels import cpu
-
-    T = cpu.arena.nthreads()
-    if T >= 4:
-        big = 65536 * T
-        cpu.labels([-(np.arange(big, dtype=np.int64) // 8) - 1], big)
+    kernel_compile.exercise("labels")
 
 
 def _raw_group(weight_dtype):
     """The local path's kernels that read raw edges and finish a run (no solve kernel among them)."""
-    from mst_dist.kernels import cpu
-    from mst_dist.kernels.cpu.slicing import slice_many
-
-    n, src, dst, w = _tiny(weight_dtype)
-    half = src.shape[0] // 2
-    raws = [(src[:half], dst[:half], w[:half]), (src[half:], dst[half:], w[half:])]
-    cpu.first_invalid_edge(src, dst, w, n)
-    ch = slice_many(raws, [0, half], n)
-    slice_many(raws, [0, half], n, vmap=(np.arange(n) // 2).astype(np.int32), lo=(ch.key[0], ch.eid[0]))
-    cpu.weight_keys(w[:8])
-    final = -(np.arange(n, dtype=np.int64) // 3) - 1
-    cpu.labels([final], n)
-    _big_labels()
-    ids = cpu.forest_ids([np.arange(0, src.shape[0], 3, dtype=np.int64)])
-    cpu.take_rows(src, dst, w, ids)
+    kernel_compile.exercise("raw", weight_dtype)
     _generator_kernels()
 
 
@@ -144,15 +123,7 @@ def _generator_kernels():
 
 def _solve_group(weight_dtype):
     """The single-task solve's own kernels, on a chunk built without any other kernel."""
-    from mst_dist.kernels import cpu
-    from mst_dist.kernels.contract import Chunk
-    from mst_dist.kernels.reference import weight_keys
-
-    n, src, dst, w = _tiny(weight_dtype)
-    keep = src != dst
-    ch = Chunk(src[keep].astype(np.int32), dst[keep].astype(np.int32), weight_keys(w[keep]),
-               np.flatnonzero(keep).astype(np.int64))
-    cpu.solve_local(ch, n, 0, light_factor=1.5, min_degree=1.0)
+    kernel_compile.exercise("solve", weight_dtype)
 
 
 #: What each part splits into for compiling in parallel processes: groups that share no kernel
@@ -164,46 +135,24 @@ GROUPS = {"local": ("_raw_group", "_solve_group")}
 def _compile_in_processes(jobs):
     """Compile the kernels of ``jobs`` (``(kind, part)``) into Numba's cache, the groups in parallel.
 
-    Numba compiles one function at a time per process (a global compiler
-    lock), and the first run after install spends its time there: the
-    groups of :data:`GROUPS` are spread over up to one process per core,
-    this one included: the others each get a new process, started first,
-    and this process compiles the last group itself meanwhile (each kind of
-    weights of a group in the same process), then waits for them.  The
-    caller then runs the pipelines, which load what the other processes
-    compiled (and compile whatever they missed).  Returns the number of
-    processes started (0: none, on one core or with nothing to split); a
-    process that fails costs only the time: the caller compiles what is
-    missing.
+    The groups of :data:`GROUPS` go to
+    :func:`mst_dist.kernels.compile.compile_in_processes`: up to one process
+    per core, this one included, each kind of weights of a group in the
+    same process.  The caller then runs the pipelines, which load what the
+    other processes compiled (and compile whatever they missed).  Returns
+    the number of processes started (0: none, on one core or with nothing
+    to split).
     """
-    import subprocess
-
     groups = {}
     for kind, part in jobs:
         for g in GROUPS.get(part, ()):
             groups.setdefault(g, []).append(kind)
-    cores = os.cpu_count() or 1
-    if cores < 2 or len(groups) < 2:
-        return 0
-    *others, (mine, my_kinds) = groups.items()
-    code = ("import sys; from mst_dist.engine import warmup as w\n"
-            "for k in sys.argv[2:]: getattr(w, sys.argv[1])(k)")
-    procs = []
-    for g, kinds in others[:cores - 1]:
-        try:
-            procs.append(subprocess.Popen([sys.executable, "-c", code, g, *kinds], stdin=subprocess.DEVNULL,
-                                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
-        except OSError:  # no interpreter to start (an embedded Python): this process compiles it all
-            logger.debug("could not start a kernel compilation process", exc_info=True)
-    try:
-        for kind in my_kinds:
-            globals()[mine](kind)
-    finally:
-        for p in procs:
-            _, err = p.communicate()
-            if p.returncode:
-                logger.debug("a kernel compilation process failed (%d): %s", p.returncode, err.decode()[-2000:])
-    return len(procs)
+
+    def failed(code, err):
+        logger.debug("a kernel compilation process failed (%s): %s", code, err)
+
+    return kernel_compile.compile_in_processes([((__name__, g), kinds) for g, kinds in groups.items()],
+                                               on_failure=failed)
 
 
 def _gpu_pipeline(weight_dtype, kern):
@@ -234,9 +183,8 @@ def warm(weight_dtypes=("int64", "float64"), gpu=False, parts=("local", "rounds"
             PARTS[part](dt)
     if gpu:
         from mst_dist.engine.tasks import array_module_name
-        from mst_dist.kernels import backend
 
-        kern = backend("gpu", xp=array_module_name())
+        kern = kernel_backend("gpu", xp=array_module_name())
         for dt in ("int32", "float32", "float64"):
             _gpu_pipeline(dt, kern)
     return time.perf_counter() - t0
@@ -255,64 +203,27 @@ def _kind(weight_dtype):
 def _kernel_modules():
     """The modules whose Numba kernels a run compiles: the CPU backend's, and the generators' own."""
     from mst_dist.generators import families
-    from mst_dist.kernels.cpu import chunk, finish, phases, slicing, solve
 
-    return chunk, phases, solve, finish, slicing, families
+    return kernel_compile.kernel_modules(families)
 
 
 def _dispatchers():
     """The CPU kernels' Numba dispatchers that cache to disk, by qualified name."""
-    from numba.core.registry import CPUDispatcher
-
-    out = {}
-    for mod in _kernel_modules():
-        for name, obj in vars(mod).items():
-            if isinstance(obj, CPUDispatcher) and obj._cache is not None and \
-                    type(obj._cache).__name__ != "NullCache":
-                out[f"{mod.__name__}.{name}"] = obj
-    return out
+    return kernel_compile.dispatchers(_kernel_modules())
 
 
 def cache_dir():
     """Where Numba keeps the CPU kernels' compiled code (in-tree ``__pycache__`` or a per-user directory)."""
-    from mst_dist.kernels.cpu import chunk
-
-    try:
-        return chunk._first_invalid._cache._cache_path
-    except AttributeError:  # pragma: no cover - a Numba without this attribute
-        return None
+    return kernel_compile.cache_dir(_kernel_modules())
 
 
 def _stamp_path(kind, part):
-    d = cache_dir()
-    return None if d is None else os.path.join(d, f"mst-dist-warm-{part}-{kind}.stamp")
+    return kernel_compile.stamp_path(f"{part}-{kind}", _kernel_modules())
 
 
 def _fingerprint():
-    """What the compiled code depends on: the kernels' sources, Numba, Python and this CPU.
-
-    The sources: every module of the CPU backend (its kernels call each
-    other's helpers) and those of :func:`_kernel_modules` outside it.
-    """
-    import numba
-
-    from mst_dist.kernels import cpu
-
-    h = hashlib.sha256()
-    folder = os.path.dirname(cpu.__file__)
-    files = {os.path.abspath(os.path.join(folder, name)) for name in os.listdir(folder) if name.endswith(".py")}
-    files |= {os.path.abspath(m.__file__) for m in _kernel_modules()}
-    for path in sorted(files, key=os.path.basename):
-        with open(path, "rb") as f:
-            h.update(os.path.basename(path).encode() + b"\0" + f.read())
-    h.update(f"{numba.__version__} {sys.version} {numba.config.THREADING_LAYER}".encode())
-    try:
-        import llvmlite.binding as llvm
-
-        h.update(llvm.get_host_cpu_name().encode())
-    except Exception:  # pragma: no cover
-        pass
-    return h.hexdigest()
+    """What the compiled code depends on (:func:`mst_dist.kernels.compile.fingerprint` of :func:`_kernel_modules`)."""
+    return kernel_compile.fingerprint(_kernel_modules())
 
 
 def kernels_cached(weight_dtype="int64", part="local"):
@@ -323,37 +234,13 @@ def kernels_cached(weight_dtype="int64", part="local"):
     kernels' cache index is still there and fresh.  ``part``: ``"local"``
     or ``"rounds"`` (:data:`PARTS`).
     """
-    path = _stamp_path(_kind(weight_dtype), part)
-    try:
-        with open(path, encoding="utf-8") as f:
-            lines = f.read().split()
-    except (OSError, TypeError):
-        return False
-    if not lines or lines[0] != _fingerprint():
-        return False
-    disps = _dispatchers()
-    for name in lines[1:]:
-        d = disps.get(name)
-        try:
-            if d is None or not d._cache._cache_file._load_index():
-                return False
-        except Exception:  # pragma: no cover - Numba's cache internals changed: trust the stamp
-            break
-    return True
+    return kernel_compile.stamp_holds(_stamp_path(_kind(weight_dtype), part), _fingerprint(), _dispatchers())
 
 
 def _write_stamp(kind, part):
     path = _stamp_path(kind, part)
-    if path is None:  # pragma: no cover
-        return
-    used = sorted(name for name, d in _dispatchers().items() if d.signatures)
-    tmp = f"{path}.{os.getpid()}.tmp"
-    try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write("\n".join([_fingerprint(), *used]) + "\n")
-        os.replace(tmp, path)
-    except OSError:  # pragma: no cover - a cache directory that became read-only
-        logger.debug("could not write %s", path, exc_info=True)
+    if not kernel_compile.write_stamp(path, _fingerprint(), _dispatchers()):
+        logger.debug("could not write the compile stamp %s", path)
 
 
 def ensure_compiled(weight_dtype=None, progress=None, parts=("local",), load=False):
@@ -406,9 +293,7 @@ def _is_gpu_worker(worker):
 
     if worker is None or not worker_resources(worker).get("GPU", 0):
         return False
-    from mst_dist.kernels.gpu import gpu_ready
-
-    ok, reason = gpu_ready(array_module_name())
+    ok, reason = kernels_ready("gpu", array_module_name())
     if not ok:
         logger.warning("this worker advertises a GPU but cannot run the GPU kernels: %s", reason)
     return ok

@@ -1,7 +1,8 @@
 """Array kernels: arrays in, arrays out; no Dask, no config, no logging, no I/O.
 
 One contract (:mod:`.contract`: the chunk type, the candidate and trace
-records, the phase functions), three backends that implement it:
+records, the phase functions, the capabilities), three backends that
+implement it:
 
 ``reference``
     :mod:`.reference`, plain NumPy (or any array module with NumPy's calls):
@@ -15,13 +16,22 @@ records, the phase functions), three backends that implement it:
     transfers), ``chunk`` (packed keys, prepare), ``phases``, ``solve``.
 
 :func:`backend` returns one by name; the engine calls the same functions
-whatever it got.
+whatever it got, and asks what a backend can do through the contract's
+attributes (``kind``, ``supports_raw_solve``, ...), never by its name or
+module.  :func:`ready` says whether a backend can run in this process.
+Outside the kernels nothing imports :mod:`.cpu` or :mod:`.gpu`: this
+registry is the way in.
+
+Beside the contract: :mod:`.compile` (the CPU kernels' compile policy:
+Numba's cache, compiling ahead, the kernels' fingerprint) and
+:mod:`.tuning` (options the benchmarks measure and the engine does not use).
 """
 from __future__ import annotations
 
 from mst_dist.kernels.contract import BACKENDS
+from mst_dist.kernels.gpu.device import GPU_INSTALL_HINT, GPUUnavailableError
 
-__all__ = ["backend", "BACKENDS"]
+__all__ = ["backend", "ready", "BACKENDS", "GPU_INSTALL_HINT", "GPUUnavailableError"]
 
 
 def backend(name, xp=None):
@@ -54,4 +64,23 @@ def backend(name, xp=None):
         from mst_dist.kernels.gpu import GPUKernels
 
         return GPUKernels(xp)
+    raise ValueError(f"unknown kernel backend {name!r}; choose one of {', '.join(BACKENDS)}")
+
+
+def ready(name, xp=None):
+    """Whether this process can run the kernels of backend ``name``: ``(ok, reason)``.
+
+    The host backends always can.  The GPU backend needs its array module
+    ``xp`` (``"cupy"`` by default) and, for CuPy, a visible CUDA device;
+    the answer is cached per array module.
+
+    >>> ready("cpu")
+    (True, 'host')
+    """
+    if name in ("cpu", "reference"):
+        return True, "host"
+    if name == "gpu":
+        from mst_dist.kernels import gpu
+
+        return gpu.gpu_ready("cupy" if xp is None else xp)
     raise ValueError(f"unknown kernel backend {name!r}; choose one of {', '.join(BACKENDS)}")

@@ -45,7 +45,11 @@ import numpy as np
 __all__ = [
     "BACKENDS",
     "PHASE_FUNCTIONS",
+    "ATTRIBUTES",
+    "OPTIONAL_FUNCTIONS",
+    "CAPABILITIES",
     "Backend",
+    "Scratch",
     "Candidates",
     "Chunk",
     "SolveRound",
@@ -66,8 +70,18 @@ BACKENDS = ("reference", "cpu", "gpu")
 PHASE_FUNCTIONS = (
     "adopt", "prepare", "prepare_many", "concat", "map", "merge", "contract", "filter_nodes",
     "filter_edges", "split_light", "slice_edges", "sample", "solve_local", "compose_maps", "labels", "forest_ids",
-    "to_device", "synchronize",
+    "to_device", "synchronize", "first_invalid_edge", "take_rows", "device_memory",
 )
+
+#: The attributes every backend has: what it is and what it can do (see :class:`Backend`).
+ATTRIBUTES = ("name", "xp", "kind", "supports_raw_solve", "scratch", "max_chunk_edges", "device_bytes_per_edge")
+
+#: Functions a backend may lack, each with the attribute that says whether it has it.  A caller
+#: tests the flag, never the function's presence.
+OPTIONAL_FUNCTIONS = {"solve_raw": "supports_raw_solve"}
+
+#: Every name of the contract: what a caller of a backend may use, and nothing else.
+CAPABILITIES = frozenset(PHASE_FUNCTIONS) | frozenset(ATTRIBUTES) | frozenset(OPTIONAL_FUNCTIONS)
 
 #: Low half of a packed key: the edge's row in its chunk's table.
 LOW32 = np.uint64(0xFFFFFFFF)
@@ -295,16 +309,56 @@ class Solution:
 # the phase functions
 # ---------------------------------------------------------------------------
 
+class Scratch(Protocol):
+    """A backend's reusable scratch memory (the CPU's arena), as the engine sizes and frees it.
+
+    The kernels take buffers from it; the engine, which knows each worker's
+    memory limit, caps what it may keep between calls and releases it after
+    a run.
+    """
+
+    #: How many buffers it has handed out so far (a caller compares two counts: used in between?).
+    takes: int
+
+    def default_limit(self) -> int:
+        """Bytes it keeps by default (without :meth:`set_limit`)."""
+
+    def set_limit(self, limit) -> None:
+        """Keep at most ``limit`` bytes between calls (``None``: the default)."""
+
+    def release(self) -> int:
+        """Forget every kept buffer; returns the bytes released."""
+
+
 class Backend(Protocol):
     """The functions every backend exposes (a module or an object with these attributes).
 
     ``name`` is the backend's name, ``xp`` the array module its chunks live
     in.  Arrays given to a function may be host arrays or arrays of ``xp``;
     records come back on the host (see the module doc).
+
+    Besides the functions, every backend has the attributes of
+    :data:`ATTRIBUTES`: what it is (``name``, ``xp``, ``kind``), what it can
+    do (``supports_raw_solve``, which says whether :meth:`solve_raw` is
+    there) and what it needs (``scratch``, ``max_chunk_edges``,
+    ``device_bytes_per_edge``).  Callers use these names and no others
+    (:data:`CAPABILITIES`).
     """
 
     name: str
     xp: Any
+    #: The kind of worker that runs these kernels, as the engine's placement and records name
+    #: workers: ``"gpu"`` for the GPU backend (its NumPy stand-in too: it runs the GPU's code),
+    #: ``"cpu"`` for the host kernels.
+    kind: str
+    #: Whether :meth:`solve_raw` is there (the single-task solve straight over raw chunks).
+    supports_raw_solve: bool
+    #: The backend's :class:`Scratch` memory, or ``None`` where it keeps none.
+    scratch: Any
+    #: The most edges one chunk may hold (``None``: no limit of the backend's own).
+    max_chunk_edges: Any
+    #: Device bytes the single-task solve needs per edge (0: the backend works in host memory).
+    device_bytes_per_edge: int
 
     def adopt(self, chunk: Chunk) -> Chunk:
         """Any chunk in this backend's form and memory (copies to a device added to ``h2d``)."""
@@ -374,17 +428,26 @@ class Backend(Protocol):
         """``(key, eid)`` of the chunk's live edges at host positions ``pos``, on the host."""
 
     def solve_local(self, chunk: Chunk, n_comp: int, finished_offset: int = 0, *, relabel=None,
-                    light_factor: float = 1.5, min_degree: float = 3.0, dedupe: float = 0.0,
-                    seed: int = 0, on_round=None) -> Solution:
+                    light_factor: float = 1.5, min_degree: float = 3.0, seed: int = 0,
+                    on_round=None) -> Solution:
         """The whole forest of one chunk in this process: rounds until no edge is left.
 
         ``relabel``: a pending round map applied first (the filter-edges of the
-        distributed round before).  ``light_factor``, ``min_degree``,
-        ``dedupe`` and ``seed`` tune how (a light-edge pass on dense graphs,
-        parallel edges cut to the lightest), never what: the result is the
-        same for any values.  The chunk's arrays may be overwritten.
-        ``on_round``: called with each :class:`SolveRound` as the solve
-        records it (see :class:`RoundTrace`).
+        distributed round before).  ``light_factor``, ``min_degree`` and
+        ``seed`` tune how (a light-edge pass on dense graphs), never what:
+        the result is the same for any values.  The chunk's arrays may be
+        overwritten.  ``on_round``: called with each :class:`SolveRound` as
+        the solve records it (see :class:`RoundTrace`).
+        """
+
+    def solve_raw(self, raws, offsets, n_vertices: int, *, light_factor: float = 1.5,
+                  min_degree: float = 3.0, seed: int = 0, on_round=None) -> tuple[Solution, float]:
+        """Optional (``supports_raw_solve``): :meth:`solve_local` straight over raw chunks.
+
+        ``raws``: ``(src, dst, weight)`` chunks, edge ``i`` of chunk ``j``
+        having the id ``offsets[j] + i``; no prepared copy of every edge is
+        made.  The same forest as :meth:`solve_local` on the prepared chunks.
+        Returns ``(solution, prepare_seconds)``.
         """
 
     def compose_maps(self, maps) -> np.ndarray:
@@ -409,6 +472,28 @@ class Backend(Protocol):
 
     def synchronize(self) -> None:
         """Wait for queued device work (for timing); nothing on the host."""
+
+    def device_memory(self) -> Any:
+        """Bytes of memory of the device the kernels run on; ``None`` on the host (no device)."""
+
+    def first_invalid_edge(self, src, dst, w, n_vertices) -> tuple[int, str, int]:
+        """The first edge with a bad endpoint or weight (role: validation).
+
+        Bad: a negative id, an id ``>= n_vertices`` (when ``n_vertices >= 0``;
+        ``None`` checks no bound), a NaN or infinite weight.  ``w`` may be
+        ``None``.  Returns ``(index, reason, max_id)``: ``index`` -1 when every
+        edge is valid, and then ``max_id`` the largest id (-1 for no edges);
+        else ``reason`` says what is wrong (``"negative vertex id"``,
+        ``"vertex id out of range"``, ``"weight is NaN"``, ``"weight is
+        infinite"``) and ``max_id`` is -1.
+        """
+
+    def take_rows(self, src, dst, w, ids) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(src[ids], dst[ids], w[ids])`` as host arrays (the forest's rows, gathered).
+
+        Any arrays: host or device, any dtypes (a device array is indexed on
+        its device, then copied).
+        """
 
 
 def slice_by_phases(kern, raw, offset, n_vertices, vmap=None, lo=None, hi=None):

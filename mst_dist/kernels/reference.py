@@ -12,7 +12,7 @@ import time
 import numpy as np
 
 from mst_dist.kernels.contract import (Candidates, Chunk, RoundTrace, SolveRound, Solution, packing_for,
-                                       slice_by_phases, to_host)
+                                       slice_by_phases, take_to_host, to_host)
 
 __all__ = ["ReferenceKernels", "weight_keys", "first_invalid_edge", "group_min"]
 
@@ -87,12 +87,48 @@ class ReferenceKernels:
     """The kernel contract over ``xp`` (see :class:`mst_dist.kernels.contract.Backend`)."""
 
     name = "reference"
+    #: The single-task solve over raw chunks is the CPU backend's alone.
+    supports_raw_solve = False
+    #: No scratch memory kept, no limit on a chunk, and no device memory of its own to plan for.
+    scratch = None
+    max_chunk_edges = None
+    device_bytes_per_edge = 0
 
     def __init__(self, xp=np):
         self.xp = xp
 
     def __repr__(self):
         return f"ReferenceKernels(xp={self.xp.__name__})"
+
+    @property
+    def kind(self):
+        """``"cpu"`` on NumPy, ``"gpu"`` on a device's array module."""
+        return "cpu" if self.xp is np else "gpu"
+
+    # -- validation and the forest's rows ------------------------------------
+
+    def first_invalid_edge(self, src, dst, w, n_vertices):
+        xp = self.xp
+        src, dst = xp.asarray(src), xp.asarray(dst)
+        w = None if w is None else xp.asarray(w)
+        n = -1 if n_vertices is None else int(n_vertices)
+        i = first_invalid_edge(src, dst, w, n, xp=xp)
+        if i < 0:
+            return -1, "", int(xp.maximum(src.max(), dst.max())) if src.shape[0] else -1
+        a, b = int(src[i]), int(dst[i])
+        if a < 0 or b < 0:
+            return i, "negative vertex id", -1
+        if n >= 0 and (a >= n or b >= n):
+            return i, "vertex id out of range", -1
+        return i, "weight is NaN" if bool(xp.isnan(w[i])) else "weight is infinite", -1
+
+    def take_rows(self, src, dst, w, ids):
+        return tuple(take_to_host(a, ids) for a in (src, dst, w))
+
+    def device_memory(self):
+        if self.xp is np:
+            return None
+        return int(self.xp.cuda.Device().mem_info[1])
 
     # -- memory ------------------------------------------------------------
 
@@ -241,13 +277,12 @@ class ReferenceKernels:
     # -- the single-task solve ---------------------------------------------
 
     def solve_local(self, chunk, n_comp, finished_offset=0, *, relabel=None, light_factor=1.5,
-                    min_degree=3.0, dedupe=0.0, seed=0, on_round=None):
+                    min_degree=3.0, seed=0, on_round=None):
         """Plain Borůvka rounds (map, contract, filter-edges) until no component is left.
 
-        The tuning knobs (``light_factor``, ``min_degree``, ``dedupe``,
-        ``seed``) are accepted for the contract's sake and not used: the
-        reference runs no light-edge pass and cuts no parallel edges, which
-        the result does not depend on.
+        The tuning knobs (``light_factor``, ``min_degree``, ``seed``) are
+        accepted for the contract's sake and not used: the reference runs no
+        light-edge pass, which the result does not depend on.
         """
         chunk = self.adopt(chunk)
         rounds = RoundTrace(on_round)

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from mst_dist import environment
+from mst_dist.kernels import compile as kernel_compile
 from mst_dist.diagnostics.progress import LiveProgress, format_event
 from mst_dist.engine import warmup
 from support import needs
@@ -110,7 +111,7 @@ def test_kernel_cache_dir_falls_back_to_a_per_user_temporary_folder(monkeypatch,
         refused.append(path)
         return False
 
-    monkeypatch.setattr(environment, "_writable", writable)
+    monkeypatch.setattr(kernel_compile, "_writable", writable)
     got = environment.kernel_cache_dir()
     assert got == str(tmp_path / f"mst-dist-numba-{os.getuid()}")
     assert os.environ["NUMBA_CACHE_DIR"] == got and numba.config.CACHE_DIR == got

@@ -95,9 +95,9 @@ def _weight_dtype_of(dtype, path, column):
 
 def check_rows(src, dst, w, n, path, row0, row_group=None, base=0):
     """Raise naming the first bad row (``row0`` = the file/row-group row of ``src[0]``)."""
-    from mst_dist.kernels import cpu
+    from mst_dist.kernels import backend
 
-    i, reason, _ = cpu.first_invalid_edge(src, dst, w, n)
+    i, reason, _ = backend("cpu").first_invalid_edge(src, dst, w, n)
     if i >= 0:
         wv = f", weight={w[i].item()!r}" if w is not None else ""
         raise GraphFormatError(

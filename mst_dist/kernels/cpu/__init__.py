@@ -13,8 +13,11 @@ Modules, one per part of the work:
 - :mod:`.finish` -- round maps composed into labels, the forest's ids and rows.
 
 This module is the backend object :func:`mst_dist.kernels.backend` returns
-for ``"cpu"``: it has every function of
-:class:`mst_dist.kernels.contract.Backend`.
+for ``"cpu"``: it has every function and attribute of
+:class:`mst_dist.kernels.contract.Backend`, :func:`solve_raw` among the
+optional ones.  Callers outside the kernels reach it through that registry
+and use the contract's names only
+(:data:`mst_dist.kernels.contract.CAPABILITIES`).
 """
 from __future__ import annotations
 
@@ -28,11 +31,12 @@ if "NUMBA_THREADING_LAYER" not in os.environ:
     # "workqueue" layer aborts on concurrent launches, OpenMP/TBB do not.
     numba.config.THREADING_LAYER = "threadsafe"
 
-from mst_dist.kernels.contract import to_host  # noqa: E402
+from mst_dist.kernels.contract import take_to_host, to_host  # noqa: E402
 from mst_dist.kernels.cpu.arena import ARENA, alloc_soa, empty  # noqa: E402
 from mst_dist.kernels.cpu.chunk import (  # noqa: E402
     adopt, concat, first_invalid_edge, id_dtype, prepare, prepare_many, weight_keys)
-from mst_dist.kernels.cpu.finish import compose_maps, forest_ids, labels, take_rows  # noqa: E402
+from mst_dist.kernels.cpu.finish import compose_maps, forest_ids, labels  # noqa: E402
+from mst_dist.kernels.cpu.finish import take_rows as _take_rows  # noqa: E402
 from mst_dist.kernels.cpu.phases import (  # noqa: E402
     contract, filter_edges, filter_nodes, map, merge, sample, split_light)
 from mst_dist.kernels.cpu.slicing import slice_edges  # noqa: E402
@@ -42,14 +46,24 @@ __all__ = [
     # the contract
     "name", "xp", "adopt", "prepare", "prepare_many", "concat", "map", "merge", "contract",
     "filter_nodes", "filter_edges", "split_light", "slice_edges", "sample", "solve_local", "compose_maps", "labels",
-    "forest_ids", "to_device", "synchronize",
-    # helpers of the other layers
-    "ARENA", "alloc_soa", "empty", "first_invalid_edge", "id_dtype", "solve_raw", "take_rows", "weight_keys",
+    "forest_ids", "to_device", "synchronize", "first_invalid_edge", "take_rows", "device_memory",
+    "kind", "supports_raw_solve", "scratch", "max_chunk_edges", "device_bytes_per_edge", "solve_raw",
+    # the kernels' own helpers (not the contract's)
+    "ARENA", "alloc_soa", "empty", "id_dtype", "weight_keys",
 ]
 
 #: The backend's name and array module.
 name = "cpu"
 xp = np
+#: The kind of worker these kernels make (see :class:`~mst_dist.kernels.contract.Backend`).
+kind = "cpu"
+#: :func:`solve_raw` is there.
+supports_raw_solve = True
+#: The scratch arena the kernels take buffers from.
+scratch = ARENA
+#: No limit of the backend's own on a chunk's edges, and no device memory.
+max_chunk_edges = None
+device_bytes_per_edge = 0
 
 
 def to_device(a):
@@ -59,3 +73,17 @@ def to_device(a):
 
 def synchronize():
     """Nothing to wait for on the host."""
+
+
+def device_memory():
+    """``None``: the CPU kernels run in host memory."""
+    return None
+
+
+def take_rows(src, dst, w, ids):
+    """``(src[ids], dst[ids], w[ids])`` as host arrays: a parallel gather for host arrays of the
+    kernels' dtypes, plain indexing (on the device, then copied) for anything else."""
+    if all(isinstance(a, np.ndarray) for a in (src, dst, w)) and src.dtype.kind in "iu" and \
+            dst.dtype.kind in "iu" and w.dtype.kind in "iuf" and w.dtype != np.float16:
+        return _take_rows(src, dst, w, np.asarray(ids))
+    return tuple(take_to_host(a, ids) for a in (src, dst, w))

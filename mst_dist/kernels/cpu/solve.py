@@ -396,7 +396,7 @@ class _Solver:
 
 
 def solve_local(chunk, n_comp, finished_offset=0, *, relabel=None, light_factor=1.5,
-                min_degree=3.0, dedupe=0.0, seed=0, on_round=None):
+                min_degree=3.0, seed=0, on_round=None):
     """The whole forest of one chunk in this process (roles: all five, in a loop).
 
     The chunk's ``u, v`` are component ids in ``[0, n_comp)``; its arrays
@@ -406,15 +406,27 @@ def solve_local(chunk, n_comp, finished_offset=0, *, relabel=None, light_factor=
     ``light_factor * n`` lightest edges (a prefix of the strict order, found
     by sampling), then relabels the heavy rest and drops what fell inside a
     component: the filtering of GBBS and ECL-MST, which saves whole passes on
-    dense graphs.  With ``dedupe > 0``, after a relabel that leaves more than
-    ``dedupe`` edges per component, parallel edges are cut to the lightest of
-    each pair (within each thread's segment).
+    dense graphs.
 
     ``relabel``: an id map to apply to ``u, v`` first (with self-loops
     dropped), in place: the filter-edges of a distributed round before it.
     The input ids are then those of the map's *values*.
 
     Returns a :class:`~mst_dist.kernels.contract.Solution`.
+    """
+    return solve_local_dedupe(chunk, n_comp, finished_offset, relabel=relabel, light_factor=light_factor,
+                              min_degree=min_degree, dedupe=0.0, seed=seed, on_round=on_round)
+
+
+def solve_local_dedupe(chunk, n_comp, finished_offset=0, *, relabel=None, light_factor=1.5, min_degree=3.0,
+                       dedupe=2.0, seed=0, on_round=None):
+    """:func:`solve_local` that also cuts parallel edges (not the contract's: measured, not used).
+
+    After a relabel that leaves more than ``dedupe`` edges per component
+    (``dedupe > 0``), parallel edges are cut to the lightest of each pair
+    (within each thread's segment).  The same forest either way; whether
+    it pays is what the benchmarks measure
+    (:func:`mst_dist.kernels.tuning.solve_local_dedupe`).
     """
     chunk = adopt(chunk)
     sv = _Solver(n_comp, finished_offset, chunk.u.dtype, light_factor, min_degree, dedupe, seed, on_round)
@@ -454,8 +466,7 @@ def _raw_threshold(raws, offsets, n_light, m, rng, samples=8192):
     return ks[order[q]], es[order[q]]
 
 
-def solve_raw(raws, offsets, n_vertices, *, light_factor=1.5, min_degree=3.0, dedupe=0.0, seed=0,
-              on_round=None):
+def solve_raw(raws, offsets, n_vertices, *, light_factor=1.5, min_degree=3.0, seed=0, on_round=None):
     """The whole forest of raw chunks in this process, read where they lie (roles: all five).
 
     ``raws``: ``(src, dst, weight)`` chunks (the caller's arrays, or views of
@@ -474,7 +485,7 @@ def solve_raw(raws, offsets, n_vertices, *, light_factor=1.5, min_degree=3.0, de
     raws = [tuple(to_host(a) for a in r[:3]) for r in raws]
     n = int(n_vertices)
     idt = id_dtype(n)
-    sv = _Solver(n, 0, idt, light_factor, min_degree, dedupe, seed, on_round)
+    sv = _Solver(n, 0, idt, light_factor, min_degree, 0.0, seed, on_round)
     m = int(sum(r[0].shape[0] for r in raws))
     t0 = time.perf_counter()
     lo = hi = None

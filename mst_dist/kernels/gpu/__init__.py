@@ -51,6 +51,13 @@ class GPUKernels:
     """
 
     name = "gpu"
+    #: The kind of worker these kernels make: a GPU's (the NumPy stand-in runs the GPU's code).
+    kind = "gpu"
+    supports_raw_solve = False
+    #: Device memory is CuPy's pool, not a scratch arena of the backend's.
+    scratch = None
+    max_chunk_edges = MAX_CHUNK
+    device_bytes_per_edge = DEVICE_BYTES_PER_EDGE
 
     def __init__(self, xp):
         self.xp = array_module(xp)
@@ -64,6 +71,15 @@ class GPUKernels:
 
     def synchronize(self):
         synchronize(self.xp)
+
+    def device_memory(self):
+        return device_memory(self.xp)
+
+    def first_invalid_edge(self, src, dst, w, n_vertices):
+        return self._records.first_invalid_edge(src, dst, w, n_vertices)
+
+    def take_rows(self, src, dst, w, ids):
+        return self._records.take_rows(src, dst, w, ids)
 
     def adopt(self, chunk):
         return _chunk.adopt(chunk, self.xp)
@@ -106,9 +122,9 @@ class GPUKernels:
         return _phases.sample(chunk, pos)
 
     def solve_local(self, chunk, n_comp, finished_offset=0, *, relabel=None, light_factor=1.5,
-                    min_degree=3.0, dedupe=0.0, seed=0, on_round=None):
+                    min_degree=3.0, seed=0, on_round=None):
         return _solve_local(chunk, n_comp, finished_offset, relabel=relabel, light_factor=light_factor,
-                            min_degree=min_degree, dedupe=dedupe, seed=seed, on_round=on_round)
+                            min_degree=min_degree, seed=seed, on_round=on_round)
 
     def compose_maps(self, maps):
         return self._records.compose_maps(maps)
