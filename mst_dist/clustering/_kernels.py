@@ -223,15 +223,31 @@ def core_distances(n, src, dst, weight, k):
 
 
 @njit(nogil=True, cache=True)
-def condense(Z, n, min_cluster_size):
-    """The condensed tree of a single-linkage matrix (Campello, Moulavi and Sander's HDBSCAN).
+def _emit(p_out, c_out, l_out, s_out, o, parent, child, lam, size):
+    p_out[o] = parent
+    c_out[o] = child
+    l_out[o] = lam
+    s_out[o] = size
+    return o + 1
 
-    Walks the merges from the last down (a parent before its children): a
-    merge whose two sides both hold at least ``min_cluster_size`` points
-    splits its cluster into two new ones; a smaller side falls out, each of
-    its points leaving the cluster at the merge's lambda (``1 / height``);
-    a side big enough alone goes on as the same cluster.  Clusters are
-    numbered ``n`` (the root), ``n + 1``, ... parents before children.
+
+@njit(nogil=True, cache=True)
+def condense(Z, n, min_cluster_size, merge_ties):
+    """The condensed tree of a single-linkage matrix (Campello, Moulavi and Sander's HDBSCAN*).
+
+    Walks the hierarchy top down (a parent row before its children): at
+    each height every cluster loses, all at once, its merges of that height
+    (the rows of equal height beneath one another are one event, so the
+    order in which tied merges were recorded does not matter; without
+    ``merge_ties`` each row is an event of its own, in the matrix's order,
+    the binary condensation of scikit-learn and the ``hdbscan`` package).
+    The parts
+    left are the cluster's children: with two or more of at least
+    ``min_cluster_size`` points, each such part is a new cluster; with
+    one, it goes on as the same cluster; the points of the smaller parts
+    fall out at that lambda (``1 / height``).  Clusters are numbered ``n``
+    (the root), ``n + 1``, ... parents before children.  Without tied
+    heights both ways are the same.
 
     Returns ``(parent, child, lam, child_size)``: one row per point (the
     cluster it falls out of) and one per cluster but the root (its parent).
@@ -244,29 +260,27 @@ def condense(Z, n, min_cluster_size):
     s_out = np.empty(cap, dtype=np.int64)
     if rows == 0:
         for v in range(n):
-            p_out[v] = n
-            c_out[v] = v
-            l_out[v] = np.inf
-            s_out[v] = 1
+            _emit(p_out, c_out, l_out, s_out, v, n, v, np.inf, 1)
         return p_out[:n], c_out[:n], l_out[:n], s_out[:n]
     label = np.full(rows, -1, dtype=np.int64)    # cluster an internal node belongs to
     fallen = np.zeros(rows, dtype=np.bool_)      # the node has fallen out at fall_lam
+    inner = np.zeros(rows, dtype=np.bool_)       # a tied merge handled with the row above it
     fall_lam = np.zeros(rows, dtype=np.float64)
+    parts = np.empty(rows + 1, dtype=np.int64)   # the parts a cluster splits into at one height
+    stack = np.empty(rows + 1, dtype=np.int64)
     label[rows - 1] = n
     nxt = n + 1
     o = 0
     for i in range(rows - 1, -1, -1):
+        if inner[i]:
+            continue
         L = label[i]
-        kids = (np.int64(Z[i, 0]), np.int64(Z[i, 1]))
         if fallen[i]:
             lam = fall_lam[i]
-            for c in kids:
+            for t in range(2):
+                c = np.int64(Z[i, t])
                 if c < n:
-                    p_out[o] = L
-                    c_out[o] = c
-                    l_out[o] = lam
-                    s_out[o] = 1
-                    o += 1
+                    o = _emit(p_out, c_out, l_out, s_out, o, L, c, lam, 1)
                 else:
                     label[c - n] = L
                     fallen[c - n] = True
@@ -274,47 +288,46 @@ def condense(Z, n, min_cluster_size):
             continue
         h = Z[i, 2]
         lam = 1.0 / h if h > 0.0 else np.inf
-        sizes = np.empty(2, dtype=np.int64)
-        for t in range(2):
-            c = kids[t]
-            sizes[t] = 1 if c < n else np.int64(Z[c - n, 3])
-        big0 = sizes[0] >= min_cluster_size
-        big1 = sizes[1] >= min_cluster_size
-        for t in range(2):
-            c = kids[t]
-            big = big0 if t == 0 else big1
-            if big and big0 and big1:  # a true split: a new cluster on each side
-                p_out[o] = L
-                c_out[o] = nxt
-                l_out[o] = lam
-                s_out[o] = sizes[t]
-                o += 1
-                if c < n:
-                    # a one-point cluster (min_cluster_size 1): it falls out of itself at once
-                    p_out[o] = nxt
-                    c_out[o] = c
-                    l_out[o] = lam
-                    s_out[o] = 1
-                    o += 1
+        # the parts left when every merge of height h below row i is undone
+        k = 0
+        top = 0
+        stack[top] = i
+        top += 1
+        while top > 0:
+            top -= 1
+            r = stack[top]
+            for t in range(2):
+                c = np.int64(Z[r, t])
+                if merge_ties and c >= n and Z[c - n, 2] == h:
+                    inner[c - n] = True
+                    stack[top] = c - n
+                    top += 1
+                else:
+                    parts[k] = c
+                    k += 1
+        big = 0
+        for t in range(k):
+            c = parts[t]
+            if (1 if c < n else np.int64(Z[c - n, 3])) >= min_cluster_size:
+                big += 1
+        for t in range(k):
+            c = parts[t]
+            sz = 1 if c < n else np.int64(Z[c - n, 3])
+            if sz >= min_cluster_size and big >= 2:  # a true split: a new cluster
+                o = _emit(p_out, c_out, l_out, s_out, o, L, nxt, lam, sz)
+                if c < n:  # a one-point cluster (min_cluster_size 1) empties at once
+                    o = _emit(p_out, c_out, l_out, s_out, o, nxt, c, lam, 1)
                 else:
                     label[c - n] = nxt
                 nxt += 1
-            elif big:  # the side that goes on as the same cluster
+            elif sz >= min_cluster_size:  # the one part that goes on as the same cluster
                 if c < n:
-                    p_out[o] = L
-                    c_out[o] = c
-                    l_out[o] = lam
-                    s_out[o] = 1
-                    o += 1
+                    o = _emit(p_out, c_out, l_out, s_out, o, L, c, lam, 1)
                 else:
                     label[c - n] = L
             else:  # falls out
                 if c < n:
-                    p_out[o] = L
-                    c_out[o] = c
-                    l_out[o] = lam
-                    s_out[o] = 1
-                    o += 1
+                    o = _emit(p_out, c_out, l_out, s_out, o, L, c, lam, 1)
                 else:
                     label[c - n] = L
                     fallen[c - n] = True
@@ -364,10 +377,8 @@ def select_clusters(parent, child, lam, size, n, leaf, allow_single_cluster):
             death[p] = lam[r]
     own = np.zeros(C, dtype=np.bool_)
     if leaf:
-        for c in range(1, C):
+        for c in range(1, C):  # never the root: a tree of the root alone has no cluster
             own[c] = not has_kids[c]
-        if C == 1:
-            own[0] = True
     else:
         sub = np.zeros(C)
         last = 0 if allow_single_cluster else 1

@@ -102,7 +102,7 @@ def mutual_reachability(src, dst, weight, core):
 
 
 def hdbscan(graph, min_cluster_size=5, min_samples=None, *, cluster_selection_method="eom",
-            allow_single_cluster=False, client=None, **options):
+            allow_single_cluster=False, ties="merge", client=None, **options):
     """HDBSCAN clustering of a graph of distances (a kNN graph, or any sparse distance graph).
 
     Campello, Moulavi and Sander's HDBSCAN ("Density-Based Clustering Based
@@ -132,6 +132,15 @@ def hdbscan(graph, min_cluster_size=5, min_samples=None, *, cluster_selection_me
         Excess of mass (default), or the leaves of the condensed tree.
     allow_single_cluster : bool
         Let the root (all points) be the one cluster, as scikit-learn does.
+    ties : {"merge", "order"}
+        How merges of equal mutual reachability distance are condensed.
+        ``"merge"`` (default): as one event, a cluster splitting at once into
+        every part those merges join (the level sets of HDBSCAN*'s
+        definition): the clusters do not depend on which of the equally
+        good forests was found, nor on the vertices' numbering.
+        ``"order"``: one merge at a time in the linkage's ``(weight, edge
+        id)`` order, as scikit-learn and the ``hdbscan`` package condense
+        the order their Prim walk found.
     client : distributed.Client, optional
         Passed to :func:`~mst_dist.minimum_spanning_forest`, with ``options``.
 
@@ -141,12 +150,17 @@ def hdbscan(graph, min_cluster_size=5, min_samples=None, *, cluster_selection_me
 
     Notes
     -----
-    On the complete graph of a distance matrix the clusters are those of
+    On the complete graph of a distance matrix whose mutual reachability
+    distances are distinct (``min_samples=1`` and distinct distances) the
+    clusters and probabilities are those of
     ``sklearn.cluster.HDBSCAN(metric="precomputed")`` with the same
     parameters (the partition; clusters are numbered here by smallest
-    vertex).  Where mutual reachability distances tie, SciPy-style orders
-    of the tied merges may differ between the two; this one merges in the
-    engine's ``(weight, edge id)`` order.
+    vertex).  Core distances make ties common (every edge of a point to a
+    neighbour closer than its core distance weighs that core distance);
+    scikit-learn then condenses its Prim walk's order of the tied merges,
+    an arbitrary one, and a point or two on the edge of a cluster may be
+    labelled otherwise here (see ``ties``); given the same linkage,
+    ``ties="order"`` gives scikit-learn's labels and probabilities exactly.
 
     A vertex with fewer than ``min_samples - 1`` distinct neighbours has no
     finite core distance: its edges are left out and it is noise.  The
@@ -170,6 +184,8 @@ def hdbscan(graph, min_cluster_size=5, min_samples=None, *, cluster_selection_me
     graph = as_graph(graph)
     min_cluster_size = _positive_int("min_cluster_size", min_cluster_size, 2)
     min_samples = min_cluster_size if min_samples is None else _positive_int("min_samples", min_samples, 1)
+    if ties not in ("merge", "order"):
+        raise ValueError(f"hdbscan: unknown ties {ties!r}; choose one of merge, order")
     if cluster_selection_method not in ("eom", "leaf"):
         raise ValueError(f"hdbscan: unknown cluster_selection_method {cluster_selection_method!r}; "
                          f"choose one of eom, leaf")
@@ -187,7 +203,7 @@ def hdbscan(graph, min_cluster_size=5, min_samples=None, *, cluster_selection_me
     del src, dst, w
     forest = minimum_spanning_forest(mr, client, **options)
     Z = forest.linkage()
-    parent, child, lam, size = condense(Z, n, min_cluster_size)
+    parent, child, lam, size = condense(Z, n, min_cluster_size, ties == "merge")
     selected, lab, prob = select_clusters(parent, child, lam, size, n, cluster_selection_method == "leaf",
                                           bool(allow_single_cluster))
     labels = np.full(n, -1, dtype=np.int64)

@@ -1,0 +1,70 @@
+"""The maximum spanning forest: Kruskal over a stable sort by decreasing weight."""
+import numpy as np
+import pytest
+
+import mst_dist
+from support.needs import module
+
+
+def kruskal_max(n, src, dst, w):
+    parent = list(range(n))
+
+    def find(x):
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    out = []
+    for e in sorted(range(len(src)), key=lambda e: (-w[e], e)):
+        a, b = find(src[e]), find(dst[e])
+        if a != b:
+            parent[a] = b
+            out.append(e)
+    return sorted(out)
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.uint32, np.float32, np.float64])
+@pytest.mark.parametrize("seed", range(3))
+def test_maximum_forest_equals_kruskal_by_decreasing_weight(dtype, seed):
+    rng = np.random.default_rng(seed)
+    n, m = 60, 200
+    src, dst = rng.integers(0, n, m), rng.integers(0, n, m)
+    w = rng.integers(0, 20, m).astype(dtype)   # ties: the edge given first wins
+    res = mst_dist.maximum_spanning_forest(mst_dist.Graph.from_arrays(src, dst, w, n_vertices=n + 3))
+    ids = kruskal_max(n + 3, src, dst, w.tolist())
+    assert res.edge_ids.tolist() == ids
+    assert res.weight.dtype == w.dtype
+    np.testing.assert_array_equal(res.weight, w[ids])
+    assert res.total_weight == (int(w[ids].astype(np.int64).sum()) if w.dtype.kind in "iu"
+                                else pytest.approx(float(w[ids].astype(np.float64).sum())))
+    assert res.n_components == mst_dist.minimum_spanning_forest(
+        mst_dist.Graph.from_arrays(src, dst, w, n_vertices=n + 3)).n_components
+
+
+def test_maximum_forest_matches_networkx():
+    nx = module("networkx", "pip install networkx")
+    G = nx.gnm_random_graph(40, 150, seed=3)
+    rng = np.random.default_rng(3)
+    for u, v in G.edges:
+        G.edges[u, v]["weight"] = float(rng.uniform())
+    want = nx.maximum_spanning_tree(G).size(weight="weight")
+    assert mst_dist.maximum_spanning_forest(G).total_weight == pytest.approx(want)
+
+
+def test_generated_graph_is_negated_where_it_loads():
+    g = mst_dist.generate("rmat", scale=7, seed=2)
+    src, dst, w = g.to_arrays()
+    res = mst_dist.maximum_spanning_forest(g, partitions=3)
+    assert res.edge_ids.tolist() == kruskal_max(g.n_vertices, src.tolist(), dst.tolist(), w.tolist())
+
+
+def test_unnegatable_weight_and_output_are_errors(tmp_path):
+    g = mst_dist.Graph.from_arrays([0], [1], np.array([np.iinfo(np.int64).min]))
+    with pytest.raises(mst_dist.InvalidGraphError, match="edge 0"):
+        mst_dist.maximum_spanning_forest(g)
+    g = mst_dist.Graph.from_arrays([0], [1], np.array([2**64 - 1], dtype=np.uint64))
+    with pytest.raises(mst_dist.InvalidGraphError, match="float64"):
+        mst_dist.maximum_spanning_forest(g)
+    with pytest.raises(ValueError, match="write_forest"):
+        mst_dist.maximum_spanning_forest(mst_dist.Graph.from_arrays([0], [1], [1.0]), output=tmp_path / "f")
