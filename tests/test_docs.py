@@ -312,3 +312,14 @@ def test_cli_reference_has_every_command(html):
         for flag in action.option_strings:
             if flag not in ("-h", "--help"):  # argparse's own, on every command
                 assert flag in page, flag
+
+
+def test_exit_code_table_is_the_command_lines(html):
+    """The exit-code page lists every class and status of the command line's own table."""
+    from mst_dist.cli.commands import EXITS
+
+    page = (html / "reference" / "exit-codes.html").read_text(encoding="utf-8")
+    for classes, status, _ in EXITS:
+        for cls in classes:
+            assert cls.__name__ in page, cls.__name__
+        assert f'<span class="pre">{status}</span>' in page, status

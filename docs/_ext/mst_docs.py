@@ -375,7 +375,59 @@ class APIDirective(_Generated):
         return out
 
 
+#: When the builtin exceptions of the command line's exit table are raised (mst-dist's own
+#: errors say it in their docstrings' first line).
+BUILTIN_EXIT_TEXT = {
+    ImportError: "An optional dependency of what was asked for is missing (the message names the extra).",
+    ConnectionError: "No scheduler answered within ``mst.cluster.connect-timeout`` seconds.",
+    TimeoutError: "No workers came within ``cluster.wait_timeout`` seconds.",
+    KeyboardInterrupt: "Interrupted (Ctrl-C): the run's tasks are cancelled, no output is left half-written.",
+}
+
+
+def exit_rows():
+    """The command line's exit table, row by row: ``[(classes, status, stderr line, when)]``.
+
+    From ``mst_dist.cli.commands.EXITS``, in its order (the first row whose classes
+    an error is an instance of decides).  Raises ``ValueError`` for a builtin class
+    without a description in :data:`BUILTIN_EXIT_TEXT`.
+    """
+    from mst_dist.cli.commands import EXITS
+
+    rows = []
+    for classes, status, line in EXITS:
+        names, whens = [], []
+        for cls in classes:
+            if cls is mst_dist.MSTError:
+                names.append(":class:`mst_dist.MSTError`")
+                whens.append("Any other error mst-dist raises on purpose (the base class of its errors).")
+            elif cls.__module__.startswith("mst_dist") and cls.__name__ in mst_dist.__all__:
+                names.append(f":class:`mst_dist.{cls.__name__}`")
+                whens.append((cls.__doc__ or "").strip().split("\n\n")[0].replace("\n", " "))
+            else:
+                names.append(f"``{cls.__name__}``")
+                if cls not in BUILTIN_EXIT_TEXT:
+                    raise ValueError(f"docs/_ext/mst_docs.py: {cls.__name__} of the CLI's exit table has no "
+                                     f"description in BUILTIN_EXIT_TEXT")
+                whens.append(BUILTIN_EXIT_TEXT[cls])
+        said = (line.__doc__ or "").strip().split("\n")[0]
+        rows.append((", ".join(names), status, said, " ".join(whens)))
+    return rows
+
+
+class ExitCodesDirective(_Generated):
+    """``.. mst-exit-codes::``: the command line's exit statuses, from its own table."""
+
+    def lines(self):
+        rows = [("(none)", "``0``", "", "The command did what it was asked.")]
+        rows += [(names, f"``{status}``", said, _escape(when)) for names, status, said, when in exit_rows()]
+        rows.append(("(arguments)", "``2``", "argparse's usage line",
+                     "A flag the command does not take, or a bad value of one; ``mst-dist`` without a command."))
+        return _list_table(("raised", "exit status", "stderr", "when"), rows, (22, 8, 20, 50))
+
+
 def setup(app):
+    app.add_directive("mst-exit-codes", ExitCodesDirective)
     app.add_directive("mst-api", APIDirective)
     app.add_directive("mst-settings", SettingsDirective)
     app.add_directive("mst-run-config", RunConfigDirective)
