@@ -291,15 +291,19 @@ def maximum_spanning_forest(graph, client=None, **options) -> MSFResult:
     >>> res.edge_ids.tolist(), res.total_weight
     ([0, 2, 3], 13)
     """
-    import numpy as np
-
-    from mst_dist.result import exact_total
-
     if options.get("output") is not None:
         raise ValueError("maximum_spanning_forest: output= would have the workers write the negated "
                          "weights; write the result with mst_dist.write_forest(result, path) instead")
     graph = as_graph(graph)
-    result = minimum_spanning_forest(_negated(graph), client, **options)
+    return _unnegated(minimum_spanning_forest(_negated(graph), client, **options), graph)
+
+
+def _unnegated(result, graph):
+    """The forest of the negated ``graph`` with its weights as ``graph`` gives them."""
+    import numpy as np
+
+    from mst_dist.result import exact_total
+
     if result.weight is not None:
         w = -np.asarray(result.weight)
         dtype = np.dtype(graph.weight_dtype)

@@ -352,6 +352,43 @@ def _check_report_paths(args, cfg=None):
                               "install it with: pip install 'mst-dist[dashboard]'")
 
 
+def _check_clustering_flags(args):
+    """``--linkage``, ``--clusters``, ``--clusters-output``: consistent, and their files writable, before any work."""
+    from mst_dist.config import ConfigError
+    from mst_dist.io.writers import check_writable
+
+    if getattr(args, "clusters_output", None) is not None and getattr(args, "clusters", None) is None:
+        raise ConfigError("--clusters-output: only with --clusters THRESHOLD", key="--clusters-output")
+    for flag, path in (("--linkage", getattr(args, "linkage", None)),
+                       ("--clusters-output", getattr(args, "clusters_output", None))):
+        if path is not None:
+            try:
+                check_writable(path, flag)
+            except OSError as e:
+                raise ConfigError(str(e), key=flag) from None
+
+
+def _write_clustering(args, result):
+    """The single-linkage matrix (``--linkage``) and the flat clusters (``--clusters``) of the forest.
+
+    Returns ``{"threshold", "clusters", "output"}`` for ``--clusters`` (the
+    report's ``clusters`` entry), else ``None``.
+    """
+    import numpy as np
+
+    if getattr(args, "linkage", None) is not None:
+        np.save(args.linkage, result.linkage(), allow_pickle=False)
+        logger.info("wrote the single-linkage matrix to %s", args.linkage)
+    if getattr(args, "clusters", None) is not None:
+        labels = result.clusters(threshold=args.clusters)
+        if args.clusters_output is not None:
+            np.save(args.clusters_output, labels, allow_pickle=False)
+            logger.info("wrote the clusters to %s", args.clusters_output)
+        return {"threshold": args.clusters, "clusters": int(labels.max()) + 1 if labels.shape[0] else 0,
+                "output": args.clusters_output}
+    return None
+
+
 def _run(args, console=None):
     import contextlib
 
@@ -365,6 +402,7 @@ def _run(args, console=None):
     t0 = time.perf_counter()
     cfg = run_config_from_args(args)
     _check_report_paths(args, cfg)
+    _check_clustering_flags(args)
     submit = args.command == "submit"
     live = _live_progress(args, console) if console is not None else None
     spec = _engine_spec(cfg, live or (None if args.quiet else _progress))
@@ -399,15 +437,23 @@ def _run(args, console=None):
             logger.info("MST dashboard page: %s", shape["dashboard"])
         # the run config's engine settings (placement) hold for this run only
         with dask.config.set(run_settings(cfg)), live if live is not None else contextlib.nullcontext():
-            result = solve(graph, client, spec)
+            if getattr(args, "maximum", False):
+                from mst_dist.api import _negated, _unnegated
+
+                result = _unnegated(solve(_negated(graph), client, spec), graph)
+            else:
+                result = solve(graph, client, spec)
     finally:
         close()
     output = None
     if cfg["output"] is not None:
         output = write_forest(result, cfg["output"]["path"], cfg["output"]["format"])
         logger.info("wrote %s forest edges to %s", f"{result.n_forest_edges:,}", output)
+    flat = _write_clustering(args, result)
     wall = time.perf_counter() - t0
     rep = rpt.run_report(cfg, result, wall, output, shape)
+    if flat is not None:
+        rep["clusters"] = flat
     if args.report:
         logger.info("wrote the run report to %s", rpt.write_report(rep, args.report))
     if args.plot:
@@ -425,6 +471,9 @@ def _run(args, console=None):
         # an MPI rank's output is forwarded by mpirun (maybe through a pseudo-terminal): plain text
         plain = Console(width=1000, color_system=None, force_terminal=False) if _under_mpi() else None
         print_summary(result, wall, output, console=plain, wide=args.wide)
+        if flat is not None:
+            print(f"{flat['clusters']:,} clusters at threshold {flat['threshold']:g}"
+                  + (f" (labels in {flat['output']})" if flat["output"] else ""))
     return 0
 
 

@@ -155,6 +155,8 @@ def _add_run_arguments(r, submit=False):
                    help="compute backend: auto (CuPy kernels on the GPU workers, Numba on the others; "
                         "the default), cpu (Numba everywhere) or gpu (CuPy on GPU workers: needs "
                         "workers with resources GPU=1 and pip install 'mst-dist[gpu]')")
+    e.add_argument("--maximum", action="store_true",
+                   help="the maximum spanning forest (heaviest edges first; ties: the edge given first)")
     e.add_argument("--stream", choices=STREAM_MODES,
                    help="stream the edges from their source in passes: auto (when the graph would not "
                         "fit in the workers' memory; the default, or mst.stream), always, never")
@@ -164,6 +166,15 @@ def _add_run_arguments(r, submit=False):
                    help="write the forest (edge_id, src, dst, weight) to a .parquet, .csv or .npz")
     o.add_argument("--format", choices=FOREST_FORMATS,
                    help="output format (default: from the extension)")
+    o.add_argument("--linkage", metavar="PATH",
+                   help="write the forest's single-linkage hierarchy to PATH (.npy): SciPy's (n-1) x 4 "
+                        "linkage matrix, for scipy.cluster.hierarchy (dendrogram, fcluster, ...)")
+    o.add_argument("--clusters", type=float, metavar="THRESHOLD",
+                   help="flat clusters: vertices joined by forest edges of weight <= THRESHOLD "
+                        "(scipy's fcluster criterion 'distance'); their count is logged, the labels "
+                        "written with --clusters-output")
+    o.add_argument("--clusters-output", metavar="PATH",
+                   help="with --clusters: write each vertex's cluster to PATH (.npy, int64)")
 
     k = r.add_argument_group("checkpoint (go on after preemption)")
     k.add_argument("--checkpoint", metavar="DIR",
