@@ -19,6 +19,7 @@ from mst_dist.config import ConfigError
 from mst_dist.graph import InvalidGraphError
 from support import ROOT
 from support.cli import run_cli
+from support.oracle import assert_forest_file, assert_summary, expected
 
 QUICKSTART = os.path.join(ROOT, "configs", "quickstart.yaml")
 
@@ -352,18 +353,20 @@ def test_engine_gpu_refusal_is_a_one_line_error(monkeypatch, capsys):
 
 @pytest.mark.usefixtures("restore_logging")
 @pytest.mark.parametrize("backend", ["gpu", "auto"])
-def test_local_cluster_gets_the_gpu(capsys, backend):
+def test_local_cluster_gets_the_gpu(capsys, tmp_path, backend):
     """Kind local with a usable GPU (here the numpy stand-in of the GPU kernels): its in-process
     worker is a GPU worker, as the engine's embedded default is; backend gpu runs there."""
     import dask.config
 
     with dask.config.set({"mst.gpu.array-module": "numpy"}):
         assert cli.main(["run", "--generate", "grid", "--rows", "30", "--cols", "30", "--local-finish", "0",
-                         "--backend", backend, "-q", "--json"]) == 0
+                         "--backend", backend, "-q", "--json", "-o", str(tmp_path / "f.npz")]) == 0
     rep = json.loads(capsys.readouterr().out)
     assert rep["config"]["backend"] == backend
     assert [w["resources"] for w in rep["cluster"]["workers"]] == [{"GPU": 1}]
-    assert rep["summary"]["forest_edges"] == 899
+    exp = expected(mst_dist.generate("grid", rows=30, cols=30))
+    assert_summary(rep["summary"], exp)
+    assert_forest_file(tmp_path / "f.npz", exp)
 
 
 def test_local_gpu_only_for_local_kind_and_gpu_backends():
@@ -404,11 +407,13 @@ def test_placement_applies_to_the_run(tmp_path, monkeypatch, capsys):
     (tmp_path / "run.yaml").write_text(
         "graph: {generate: {kind: grid, rows: 4, cols: 5}}\n"
         "placement:\n  throughput: {gpu: 40, cpu: 1}\n  calibration_edges: 4096\n")
-    assert cli.main(["run", str(tmp_path / "run.yaml"), "-q", "--json"]) == 0
+    assert cli.main(["run", str(tmp_path / "run.yaml"), "-q", "--json", "-o", str(tmp_path / "f.npz")]) == 0
     assert seen == {"throughput": {"gpu": 40, "cpu": 1}, "calibration": 4096, "backend": "auto"}
     rep = json.loads(capsys.readouterr().out)
     assert rep["config"]["placement"] == {"throughput": {"gpu": 40, "cpu": 1}, "calibration_edges": 4096}
-    assert rep["summary"]["forest_edges"] == 19
+    exp = expected(mst_dist.generate("grid", rows=4, cols=5))
+    assert_summary(rep["summary"], exp)
+    assert_forest_file(tmp_path / "f.npz", exp)
     assert dask.config.get("mst.placement.throughput") is None  # restored after the run
 
 

@@ -13,6 +13,7 @@ from support.chromium import chromium_path
 from support.naive import kruskal
 from support import ROOT, needs
 from support.cli import on_a_terminal, run_cli
+from support.oracle import assert_forest_file, assert_summary, expected
 
 # --------------------------------------------------------------------------
 # live progress
@@ -161,10 +162,12 @@ def test_submit_reads_input_on_the_workers(tmp_path, running):
     np.savez(tmp_path / "g.npz", src=src, dst=dst, weight=w)
     (tmp_path / "run.yaml").write_text(f"graph: {{input: {tmp_path / 'g.npz'}}}\nlocal_finish: 0\n")
     before = set(runs_of(cluster))
-    p = run_cli("submit", "--scheduler", cluster.scheduler_address, "run.yaml", "--json", cwd=tmp_path)
+    p = run_cli("submit", "--scheduler", cluster.scheduler_address, "run.yaml", "--json", "-o", "f.npz",
+                cwd=tmp_path)
     assert p.returncode == 0, p.stderr
-    exp, total = kruskal(500, src, dst, w)
-    assert json.loads(p.stdout)["summary"]["forest_edges"] == len(exp)
+    exp = expected(n_vertices=500, src=src, dst=dst, weight=w)
+    assert_summary(json.loads(p.stdout)["summary"], exp)
+    assert_forest_file(tmp_path / "f.npz", exp)
     (token,) = set(runs_of(cluster)) - before
     assert runs_of(cluster)[token]["tasks"].get("load", 0) > 0  # mst-load tasks read the file
 
@@ -189,9 +192,11 @@ def test_submit_address_from_config(tmp_path, running):
     cluster, _ = running
     (tmp_path / "run.yaml").write_text("graph:\n  generate: {kind: grid, rows: 10, cols: 10}\n"
                                        f"cluster: {{kind: address, address: '{cluster.scheduler_address}'}}\n")
-    p = run_cli("submit", "run.yaml", "--json", "--quiet", cwd=tmp_path)
+    p = run_cli("submit", "run.yaml", "--json", "--quiet", "-o", "f.npz", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
-    assert json.loads(p.stdout)["summary"]["forest_edges"] == 99
+    exp = expected(mst_dist.generate("grid", rows=10, cols=10))
+    assert_summary(json.loads(p.stdout)["summary"], exp)
+    assert_forest_file(tmp_path / "f.npz", exp)
 
 
 # --------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from mst_dist.cli.report import run_report
 from mst_dist.cli.summary import print_summary
 from mst_dist.config import ConfigError
 from support.cli import cli_env, run_cli
+from support.oracle import assert_forest_file, assert_minimum_forest, assert_summary, expected
 
 GRID = ("--generate", "grid", "--rows", "20", "--cols", "30")
 PASS_KEYS = {"name", "chunks", "edges_read", "bytes_read", "edges_kept", "seconds"}
@@ -58,15 +59,17 @@ def test_stream_from_the_environment(environ):
 
 
 @pytest.mark.usefixtures("restore_logging")
-def test_environment_streams_a_run(environ, capsys):
+def test_environment_streams_a_run(environ, capsys, tmp_path):
     """DASK_MST__STREAM=always: the CLI leaves the setting to the run, which streams."""
     environ(DASK_MST__STREAM="always")
-    assert cli.main(["run", *GRID, "--seed", "2", "-q", "--json"]) == 0
+    assert cli.main(["run", *GRID, "--seed", "2", "-q", "--json", "-o", str(tmp_path / "f.parquet")]) == 0
     rep = json.loads(capsys.readouterr().out)
     assert rep["config"]["stream"] == "always"
     assert rep["stats"]["streamed"] is True
     assert rep["stats"]["passes"][0]["name"] == "sample" and len(rep["stats"]["passes"]) >= 2
-    assert rep["summary"]["forest_edges"] == 20 * 30 - 1
+    exp = expected(mst_dist.generate("grid", rows=20, cols=30, seed=2))
+    assert_summary(rep["summary"], exp)
+    assert_forest_file(tmp_path / "f.parquet", exp)
 
 
 @pytest.mark.usefixtures("restore_logging")
@@ -240,20 +243,17 @@ def test_progress_log_names_the_pass(caplog):
 # end to end (subprocesses, worker processes)
 # --------------------------------------------------------------------------
 
-def forest_of(report):
-    s = report["summary"]
-    return s["total_weight"], s["forest_edges"], s["components"]
-
-
 @pytest.mark.slow
 def test_cli_stream_always_same_forest_as_never(tmp_path):
     reps = {}
+    exp = expected(mst_dist.generate("rmat", scale=14, seed=4))
     for mode in ("always", "never"):
         p = run_cli("run", "--generate", "rmat", "--scale", "14", "--seed", "4", "--stream", mode, "--json", "-q",
-                    cwd=tmp_path)
+                    "-o", f"{mode}.npz", cwd=tmp_path)
         assert p.returncode == 0, p.stderr
         reps[mode] = json.loads(p.stdout)
-    assert forest_of(reps["always"]) == forest_of(reps["never"])
+        assert_summary(reps[mode]["summary"], exp)
+        assert_forest_file(tmp_path / f"{mode}.npz", exp)
     assert reps["always"]["summary"]["forest_edges"] > 0
     st = reps["always"]["stats"]
     assert st["streamed"] is True and reps["always"]["config"]["stream"] == "always"
@@ -282,7 +282,7 @@ LIMITED_GRAPH = {"kind": "rmat", "scale": 20, "edge_factor": 16, "seed": 3}
 
 @pytest.mark.slow
 @pytest.mark.usefixtures("restore_logging")
-def test_memory_limited_worker_processes_stream(tmp_path, monkeypatch, capsys, client):
+def test_memory_limited_worker_processes_stream(tmp_path, monkeypatch, capsys):
     """Two 600 MiB worker processes, streaming: the run completes with the forest of an unlimited
     resident run, and no worker was restarted (the scheduler saw two workers join and none leave)."""
     from mst_dist.engine.plan import should_stream
@@ -321,8 +321,13 @@ def test_memory_limited_worker_processes_stream(tmp_path, monkeypatch, capsys, c
     assert set(seen["end"]) == set(seen["start"])
     actions = [e.get("action") for e in seen["events"]]
     assert "remove-worker" not in actions and actions.count("add-worker") == 2
-    # the forest of an unlimited run with every chunk resident
-    resident = mst_dist.minimum_spanning_forest(graph, client, stream="never")
-    assert forest_of(rep) == (resident.total_weight, resident.n_forest_edges, resident.n_components)
-    ids = pq.read_table(tmp_path / "forest.parquet").column("edge_id").to_numpy()
-    assert np.array_equal(ids, resident.edge_ids)
+    # a minimum spanning forest by SciPy's account (16.8M edges: too many for the pure-Python Kruskal)
+    t = pq.read_table(tmp_path / "forest.parquet")
+    ids = t.column("edge_id").to_numpy()
+    s, d, w = graph.to_arrays()
+    np.testing.assert_array_equal(t.column("src").to_numpy(), s[ids])
+    np.testing.assert_array_equal(t.column("dst").to_numpy(), d[ids])
+    np.testing.assert_array_equal(t.column("weight").to_numpy(), w[ids])
+    assert rep["summary"]["forest_edges"] == len(ids)
+    assert_minimum_forest(graph.n_vertices, s, d, w, ids, total=rep["summary"]["total_weight"],
+                          n_components=rep["summary"]["components"])

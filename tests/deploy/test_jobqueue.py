@@ -8,7 +8,6 @@ import sys
 import time
 
 import dask.config
-import numpy as np
 import pytest
 import yaml
 
@@ -17,7 +16,7 @@ from mst_dist.cli.runconfig import validate_run_config
 from mst_dist.deploy import jobqueue
 from support import ROOT, needs
 from support.cli import GEN, cli_env, cluster_of, run_cli
-from support.naive import kruskal
+from support.oracle import assert_forest_file, assert_summary, expected
 
 
 # --------------------------------------------------------------------------
@@ -274,10 +273,9 @@ def test_real_slurm_run(tmp_path, slurm, dask_jobqueue):
     rep = json.loads(p.stdout)
     assert rep["cluster"]["kind"] == "slurm" and rep["cluster"]["n_workers"] == 2
     assert sorted(w["name"] for w in rep["cluster"]["workers"]) == ["SLURMCluster-0", "SLURMCluster-1"]
-    g = mst_dist.generate("erdos_renyi", n=5000, m=20000, seed=8)
-    exp, _ = kruskal(g.n_vertices, *g.to_arrays())
-    with np.load(tmp_path / "forest.npz") as z:
-        np.testing.assert_array_equal(z["edge_id"], exp)
+    exp = expected(mst_dist.generate("erdos_renyi", n=5000, m=20000, seed=8))
+    assert_summary(rep["summary"], exp)
+    assert_forest_file(tmp_path / "forest.npz", exp)
     # the workers ran as SLURM jobs (their logs), and the jobs were cancelled at the end
     assert len(list((tmp_path / "jobs").glob("*.err"))) == 2
     deadline = time.monotonic() + 30
@@ -321,9 +319,6 @@ def test_requeue_job_script_goes_on_from_its_checkpoint(tmp_path, slurm):
         time.sleep(0.5)
     text = log.read_text()
     assert "requeueing job" in text and "start 1" in text, text
-    g = mst_dist.generate("rmat", scale=16, seed=1)
-    exp = mst_dist.minimum_spanning_forest(g).edge_ids
-    with np.load(tmp_path / "forest.npz") as z:
-        np.testing.assert_array_equal(z["edge_id"], exp)
+    assert_forest_file(tmp_path / "forest.npz", expected(mst_dist.generate("rmat", scale=16, seed=1)))
     rep = json.loads((tmp_path / f"mst-dist-{job}.json").read_text())
     assert rep["stats"]["resumed_from"] >= held

@@ -15,6 +15,7 @@ from mst_dist.config import ConfigError
 from mst_dist.deploy import open_cluster, security_of
 from support import needs
 from support.cli import cluster_of
+from support.oracle import assert_forest_file, assert_summary, expected
 from support.naive import kruskal
 
 needs.module("cryptography", "the tests make their certificates with it: pip install 'mst-dist[test]'",
@@ -203,11 +204,13 @@ def test_submit_over_tls(certs, tls_scheduler, capsys, tmp_path):
     """mst-dist submit with --tls-* flags runs on the TLS scheduler; without them a one-line error, exit 2."""
     gen = ["--generate", "erdos_renyi", "--n", "2000", "--m", "8000", "--seed", "3"]
     tls = ["--tls-ca-file", certs["ca_file"], "--tls-cert", certs["cert"], "--tls-key", certs["key"]]
-    assert cli.main(["submit", "--scheduler", tls_scheduler, *gen, *tls, "--json", "-q"]) == 0
+    assert cli.main(["submit", "--scheduler", tls_scheduler, *gen, *tls, "--json", "-q",
+                     "-o", str(tmp_path / "f.npz")]) == 0
     rep = json.loads(capsys.readouterr().out)
     assert rep["cluster"]["scheduler"] == tls_scheduler and rep["cluster"]["n_workers"] == 1
-    g = mst_dist.generate("erdos_renyi", n=2000, m=8000, seed=3)
-    assert rep["summary"]["forest_edges"] == len(expected_ids(g))
+    exp = expected(mst_dist.generate("erdos_renyi", n=2000, m=8000, seed=3))
+    assert_summary(rep["summary"], exp)
+    assert_forest_file(tmp_path / "f.npz", exp)
     assert "security" in rep["config"]["cluster"]
 
     assert cli.main(["submit", "--scheduler", tls_scheduler, *gen, "-q"]) == 2
@@ -262,6 +265,7 @@ def test_mpi_ranks_speak_tls(certs, tmp_path):
     security = ", ".join(f"{k}: '{v}'" for k, v in certs.items())
     (tmp_path / "run.yaml").write_text(
         "graph:\n  generate: {kind: erdos_renyi, n: 3000, m: 12000, seed: 4}\nlocal_finish: 0\n"
+        "output: {path: forest.npz}\n"
         f"cluster: {{kind: mpi, threads_per_worker: 1, wait_timeout: 120, warmup: false, security: {{{security}}}}}\n")
     env = cli_env(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
                   OMPI_MCA_rmaps_base_oversubscribe="1")
@@ -271,5 +275,6 @@ def test_mpi_ranks_speak_tls(certs, tmp_path):
     rep = json.loads(p.stdout)
     assert rep["cluster"]["scheduler"].startswith("tls://127.0.0.1:")
     assert [w["address"][:16] for w in rep["cluster"]["workers"]] == ["tls://127.0.0.1:"]
-    g = mst_dist.generate("erdos_renyi", n=3000, m=12000, seed=4)
-    assert rep["summary"]["forest_edges"] == len(expected_ids(g))
+    exp = expected(mst_dist.generate("erdos_renyi", n=3000, m=12000, seed=4))
+    assert_summary(rep["summary"], exp)
+    assert_forest_file(tmp_path / "forest.npz", exp)

@@ -10,6 +10,8 @@ import mst_dist
 from mst_dist.engine import warmup
 from support import ROOT
 from support.cli import cli_env
+from support.dask_cuda_api import accepted
+from support.oracle import assert_result, expected
 
 
 #: The engine's task functions a run calls, which the warm-up must have run once.
@@ -109,17 +111,25 @@ def test_worker_spec_flags_in_comments_match(name):
 
 
 #: A stand-in for dask-cuda on a machine without GPUs: CUDAWorker as dask-cuda's, less the devices
-#: (one Nanny per visible GPU, each pinned to its device), here one Nanny.
+#: (one Nanny per visible GPU, each pinned to its device), here one Nanny.  It takes only the options
+#: the real CUDAWorker takes (ACCEPTED: support.dask_cuda_api), so a misspelled one fails here too.
 STAND_IN_DASK_CUDA = '''
 import asyncio
 
 from distributed import Nanny
 
+ACCEPTED = set(%r)
+DEVICE_ONLY = {"device_memory_limit", "enable_cudf_spill", "cudf_spill_stats", "enable_tcp_over_ucx",
+               "enable_infiniband", "enable_nvlink", "enable_rdmacm", "pre_import"}
+
 
 class CUDAWorker:
     def __init__(self, scheduler=None, host=None, nthreads=1, name=None, memory_limit="auto",
-                 device_memory_limit="default", rmm_pool_size=None, rmm_allocator_external_lib_list=None,
                  resources=None, preload=(), **kwargs):
+        unknown = sorted(set(kwargs) - ACCEPTED)
+        if unknown:
+            raise TypeError(f"CUDAWorker() got unexpected keyword argument(s) {unknown}")
+        kwargs = {k: v for k, v in kwargs.items() if k not in DEVICE_ONLY and not k.startswith("rmm_")}
         if resources:  # as dask-cuda parses --resources
             pairs = resources.replace(",", " ").split()
             resources = {k: float(v) for k, v in (p.split("=") for p in pairs)}
@@ -151,7 +161,8 @@ def test_gpu_worker_spec_starts_a_gpu_worker(tmp_path):
     from distributed import Client, LocalCluster
 
     (tmp_path / "standin" / "dask_cuda").mkdir(parents=True)
-    (tmp_path / "standin" / "dask_cuda" / "__init__.py").write_text(STAND_IN_DASK_CUDA)
+    stand_in = STAND_IN_DASK_CUDA % sorted(accepted("CUDAWorker"))
+    (tmp_path / "standin" / "dask_cuda" / "__init__.py").write_text(stand_in)
     env = cli_env()
     env["PYTHONPATH"] = str(tmp_path / "standin") + os.pathsep + env["PYTHONPATH"]
     env["DASK_MST__GPU__ARRAY_MODULE"] = "numpy"
@@ -168,7 +179,7 @@ def test_gpu_worker_spec_starts_a_gpu_worker(tmp_path):
             assert w["nthreads"] == 1 and w["resources"] == {"GPU": 1}
             g = mst_dist.generate("grid", rows=30, cols=30, seed=2)
             res = mst_dist.minimum_spanning_forest(g, c, local_finish=0, backend="gpu")
-            assert res.n_forest_edges == 899
+            assert_result(res, expected(g))
         finally:
             p.terminate()
             _, err = p.communicate(timeout=60)
@@ -198,7 +209,7 @@ def test_cpu_worker_spec_starts_a_warm_worker(tmp_path):
             assert w["nthreads"] == 1 and w["memory_limit"] == 2 * 2**30 and w["resources"] == {"CPU": 1}
             g = mst_dist.generate("grid", rows=30, cols=30, seed=2)
             res = mst_dist.minimum_spanning_forest(g, c, local_finish=0)
-            assert res.n_forest_edges == 899
+            assert_result(res, expected(g))
         finally:
             p.terminate()
             _, err = p.communicate(timeout=60)

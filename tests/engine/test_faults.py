@@ -5,7 +5,6 @@ bound with :class:`mst_dist.ClusterStalledError` naming the cause: never a
 silent wait.
 """
 import threading
-import time
 
 import dask
 import numpy as np
@@ -13,8 +12,9 @@ import pytest
 
 import mst_dist
 from mst_dist.engine.watchdog import ADVICE, ClusterStalledError, Watchdog, _progress_state
-from support.faults import KillAtPhase
+from support.faults import KillAtPhase, within
 from support.naive import kruskal
+from support.oracle import assert_minimum_forest
 
 #: The phases a worker is killed in: each one's task-key phase.
 KILL_PHASES = {"load": "load", "prepare": "prepare", "map": "map", "merge": "merge", "contract": "contract",
@@ -105,12 +105,11 @@ def test_watchdog_no_workers_and_off():
 
 # -- real clusters ------------------------------------------------------------------------
 
-def _run_stopped(client, g, **kw):
-    """Run expecting ClusterStalledError; the error and the seconds it took."""
-    t0 = time.perf_counter()
+def _run_stopped(client, g, bound=300, **kw):
+    """Run expecting ClusterStalledError, failing clearly if the run hangs past ``bound`` seconds."""
     with pytest.raises(ClusterStalledError) as info:
-        mst_dist.minimum_spanning_forest(g, client, **kw)
-    return info.value, time.perf_counter() - t0
+        within(bound, "the stalled run", mst_dist.minimum_spanning_forest, g, client, **kw)
+    return info.value
 
 
 def test_every_worker_paused_is_a_clear_error(graph):
@@ -132,10 +131,9 @@ def test_every_worker_paused_is_a_clear_error(graph):
                 paused.set()
                 c.run(pause)
 
-        err, took = _run_stopped(c, g, partitions=4, local_finish=0, light_factor=0, progress=progress)
+        err = _run_stopped(c, g, partitions=4, local_finish=0, light_factor=0, progress=progress)
         assert paused.is_set()
         assert err.cause == "paused" and "every worker (2) has been paused" in str(err)
-        assert took < 60
 
 
 def test_no_worker_left_is_a_clear_error(graph):
@@ -153,10 +151,9 @@ def test_no_worker_left_is_a_clear_error(graph):
                 gone.set()
                 cluster.scale(0)
 
-        err, took = _run_stopped(c, g, partitions=4, local_finish=0, light_factor=0, progress=progress)
+        err = _run_stopped(c, g, partitions=4, local_finish=0, light_factor=0, progress=progress)
         assert gone.is_set()
         assert err.cause == "no-workers" and "no worker has been connected" in str(err)
-        assert took < 60
 
 
 @pytest.mark.processes
@@ -185,33 +182,31 @@ def test_workers_killed_over_and_over_is_a_clear_error(graph):
             LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
                          memory_limit="1GiB") as cluster, Client(cluster) as c:
         c.register_plugin(KillAtPhase("map"), name="mst-test-kill")
-        err, took = _run_stopped(c, g, partitions=2, local_finish=0)
+        err = _run_stopped(c, g, partitions=2, local_finish=0)
     assert err.cause == "killed-worker" and err.key.startswith("mst-map-")
     assert "2 workers that all died" in str(err) and "memory" in str(err)
-    assert took < 120
 
 
 @pytest.mark.processes
 @pytest.mark.parametrize("stream", ["never", "auto"])
-def test_memory_limited_workers_finish_or_stop_clearly(client, stream):
-    """Two 320 MiB workers and R-MAT scale 18 (4.2M edges): the unlimited run's edge ids, or the error
-    naming the cause, within a bound; never a hang.  (Measured on a loaded 2-core box: resident, the loads
-    kill their workers and the run stops in ~90 s; streamed, it completes or its workers stay paused.)"""
+def test_memory_limited_workers_finish_or_stop_clearly(stream):
+    """Two 320 MiB workers and R-MAT scale 18 (4.2M edges): a minimum spanning forest, or the error
+    naming the cause; never a hang.  (Measured on a loaded 2-core box: resident, the loads kill their
+    workers and the run stops in ~90 s; streamed, it completes or its workers stay paused.)"""
     from distributed import Client, LocalCluster
 
     g = mst_dist.generate("rmat", scale=18, seed=3)
     with dask.config.set({"mst.stall-timeout": 20, "distributed.scheduler.allowed-failures": 1}), \
             LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
                          memory_limit="320MiB") as cluster, Client(cluster) as c:
-        t0 = time.perf_counter()
         try:
-            res = mst_dist.minimum_spanning_forest(g, c, stream=stream)
+            res = within(600, "the memory-limited run", mst_dist.minimum_spanning_forest, g, c, stream=stream)
         except ClusterStalledError as e:
             err, res = e, None
-        took = time.perf_counter() - t0
-    assert took < 240
     if res is None:
         assert err.cause in ("killed-worker", "paused", "no-workers") and ADVICE in str(err)
-    else:
-        expected = mst_dist.minimum_spanning_forest(g, client)
-        np.testing.assert_array_equal(res.edge_ids, expected.edge_ids)
+    else:  # 4.2M edges: SciPy's account of a minimum forest (the pure-Python Kruskal would take minutes)
+        s, d, w = g.to_arrays()
+        np.testing.assert_array_equal(res.weight, w[res.edge_ids])
+        assert_minimum_forest(g.n_vertices, s, d, w, res.edge_ids, total=res.total_weight,
+                              n_components=res.n_components)

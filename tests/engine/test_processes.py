@@ -1,4 +1,5 @@
-"""Real worker processes: pickling, transfers between workers, and a worker killed mid-run."""
+"""Real worker processes: the shared cases, pickling, transfers between workers, and a worker killed
+mid-run."""
 import os
 import signal
 import threading
@@ -7,9 +8,30 @@ import numpy as np
 import pytest
 
 import mst_dist
+from support.cases import EngineCases
 from support.naive import kruskal
 
 pytestmark = pytest.mark.processes
+
+
+class TestProcessRounds(EngineCases):
+    """The shared hand and family cases on two worker processes (one module-scoped cluster): every
+    round as tasks over 3 chunks, candidates and maps pickled between the processes."""
+
+    def run(self, g, request):
+        return mst_dist.minimum_spanning_forest(g, request.getfixturevalue("pclient"), partitions=3,
+                                                local_finish=0, split_every=2)
+
+
+class TestProcessStreamed(EngineCases):
+    """The shared cases streamed on two worker processes: slices of the order, each solved by
+    distributed rounds over 3 chunks."""
+
+    def run(self, g, request):
+        res = mst_dist.minimum_spanning_forest(g, request.getfixturevalue("pclient"), stream="always",
+                                                partitions=3, local_finish=0, split_every=2)
+        assert res.stats.streamed
+        return res
 
 
 @pytest.fixture(scope="module")

@@ -8,6 +8,7 @@ from mst_dist.generators import BLOCK, GENERATORS, generate
 from mst_dist.generators import blocks, families, geometric, ssca
 import mst_dist
 from support import ROOT, needs
+from support.oracle import assert_result, expected
 
 # (kind, params, n, m): small instances of every family, sizes by the formulas
 SMALL = [
@@ -419,8 +420,20 @@ def test_random_geometric_chunk_independence_and_seeds(client):
     assert_rows_equal(full, again.to_arrays())
     other = generate("random_geometric", n=4000, radius=0.02, seed=10, weights="float")
     assert other.n_edges != g.n_edges or not np.array_equal(other.to_arrays()[0], full[0])
-    res = mst_dist.minimum_spanning_forest(g, client, partitions=3)
-    assert res.n_components == mst_dist.minimum_spanning_forest(g, client, partitions=1).n_components
+    exp = expected(g)
+    for p in (1, 3):  # the forest, not only its component count, whatever the chunks
+        assert_result(mst_dist.minimum_spanning_forest(g, client, partitions=p, local_finish=0), exp)
+
+
+@pytest.mark.parametrize("kind,params", [("gnp", dict(n=300, p=0.05)), ("ssca2", dict(n=3000, max_clique=9, inter=2)),
+                                         ("random_geometric", dict(n=3000, radius=0.03))])
+@pytest.mark.parametrize("stream", ["never", "always"])
+def test_generated_families_solve_to_kruskal(client2, kind, params, stream):
+    """Each generator's graph, loaded by the workers, resident and streamed: Kruskal's forest."""
+    g = generate(kind, seed=12, **params)
+    assert not g.in_memory
+    assert_result(mst_dist.minimum_spanning_forest(g, client2, partitions=3, stream=stream, local_finish=0),
+                  expected(g))
 
 
 def test_random_geometric_many_sources():

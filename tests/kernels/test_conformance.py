@@ -1,12 +1,16 @@
-"""The kernel contract: every function of every backend equals the reference on the shared cases.
+"""The kernel contract: every function of every backend equals the reference on the shared cases,
+and the reference's phases equal plain-Python versions written from the contract's words.
 
-Backends: the reference itself, the CPU (Numba) kernels, the GPU kernels on
-their NumPy stand-in and, marked ``gpu``, on CuPy (skipped without a CUDA
-device).  Cases: the hand-made graphs of :mod:`support.cases` and small random
-graphs of every weight dtype (ties, self-loops, parallel edges, an empty
-one).  Each test feeds a backend the reference's inputs, turned into the
-backend's own chunk form with its ``adopt``, and compares the output with
-the reference's; the single-task solve is also held to Kruskal.
+Backends: the CPU (Numba) kernels, the GPU kernels on their NumPy stand-in
+and, marked ``gpu``, on CuPy (skipped without a CUDA device).  Cases: the
+hand-made graphs of :mod:`support.cases` and small random graphs of every
+weight dtype (ties, self-loops, parallel edges, an empty one).  Each test
+feeds a backend the reference's inputs, turned into the backend's own chunk
+form with its ``adopt``, and compares the output with the reference's; the
+single-task solve is also held to Kruskal.  The reference is not compared
+with itself: its phases (prepare's keys, map, contract, filter-edges,
+compose-maps, labels) are held to the loops at the end of this module, and
+its rounds, run to the end, to Kruskal and the BFS labels.
 """
 import inspect
 import pickle
@@ -19,12 +23,11 @@ from mst_dist.kernels.contract import PHASE_FUNCTIONS, Backend, Candidates, Chun
 from mst_dist.kernels.tuning import solve_local_dedupe
 from mst_dist.kernels.gpu import gpu_ready
 from support.cases import family_cases, hand_cases
-from support.naive import kruskal
+from support.naive import component_labels, kruskal
 
 _CUDA, _CUDA_WHY = gpu_ready("cupy")
 
 BACKENDS = [
-    pytest.param(("reference", None), id="reference"),
     pytest.param(("cpu", None), id="cpu"),
     pytest.param(("gpu", "numpy"), id="gpu-numpy"),
     pytest.param(("gpu", "cupy"), id="gpu-cupy",
@@ -420,3 +423,161 @@ def test_to_device_and_synchronize(kern):
     assert d.__class__ is kern.xp.ndarray
     assert nb == (0 if kern.name != "gpu" else a.nbytes)
     np.testing.assert_array_equal(kern.xp.asnumpy(d) if hasattr(kern.xp, "asnumpy") else d, a)
+
+
+# ---------------------------------------------------------------------------
+# the reference against plain Python, written from the contract's words
+# ---------------------------------------------------------------------------
+
+def py_weight(x):
+    """A weight as a Python number, compared exactly (ints unbounded, -0.0 == 0.0)."""
+    return x.item() if hasattr(x, "item") else x
+
+
+def naive_prepare(src, dst, w, offset):
+    """Rows ``(u, v, weight, eid)`` of the non-loop edges, edge ``i`` with id ``offset + i``."""
+    return [(int(a), int(b), py_weight(x), offset + i)
+            for i, (a, b, x) in enumerate(zip(src.tolist(), dst.tolist(), list(w))) if a != b]
+
+
+def naive_map(rows, n_comp):
+    """``{component: (weight, eid, other end)}``: the least (weight, eid) edge at each component."""
+    best = {}
+    for u, v, x, e in rows:
+        for c, o in ((u, v), (v, u)):
+            if c not in best or (x, e) < best[c][:2]:
+                best[c] = (x, e, o)
+    assert all(0 <= c < n_comp for c in best)
+    return best
+
+
+def naive_contract(best, n_comp, finished_offset, finish=True):
+    """Hook along the candidates (a mutual pair keeps its smaller id as root), follow to the roots,
+    number live roots 0.. and finished ones -(F+1).. in id order: ``(M, chosen, n_next, n_fin)``."""
+    parent = list(range(n_comp))
+    for c, (_, _, o) in best.items():
+        parent[c] = o
+    for c, (_, e, o) in best.items():
+        if best.get(o, (None, None))[1] == e and c < o:  # both chose the same edge
+            parent[c] = c
+    chosen = sorted(best[c][1] for c in range(n_comp) if parent[c] != c)
+    root = []
+    for c in range(n_comp):
+        seen = 0
+        while parent[c] != c:
+            c = parent[c]
+            seen += 1
+            assert seen <= n_comp, "hooking made a cycle"
+        root.append(c)
+    return naive_filter_nodes(root, [c in best for c in range(n_comp)], finished_offset, finish) \
+        + (chosen,)
+
+
+def naive_filter_nodes(root, has, finished_offset, finish=True):
+    number, live, fin = {}, 0, 0
+    for r in range(len(root)):
+        if root[r] != r:
+            continue
+        if finish and not has[r]:
+            number[r] = -(finished_offset + fin + 1)
+            fin += 1
+        else:
+            number[r] = live
+            live += 1
+    return [number[root[c]] for c in range(len(root))], live, fin
+
+
+def naive_filter_edges(rows, M):
+    return [(M[u], M[v], x, e) for u, v, x, e in rows if M[u] != M[v]]
+
+
+def naive_compose(maps):
+    out = []
+    for c in range(len(maps[0])):
+        x = int(maps[0][c])
+        for M in maps[1:]:
+            if x >= 0:
+                x = int(M[x])
+        out.append(x)
+    return out
+
+
+def naive_labels(final):
+    """Finished ids renumbered by their first vertex."""
+    number = {}
+    return [number.setdefault(f, len(number)) for f in final], len(set(final))
+
+
+def key_order_holds(w, keys):
+    """``key(a) < key(b)`` exactly when ``w[a] < w[b]``, over every pair (weights as Python numbers)."""
+    ws, ks = [py_weight(x) for x in w], [int(k) for k in keys.tolist()]
+    return all((ws[i] < ws[j]) == (ks[i] < ks[j]) and (ws[i] == ws[j]) == (ks[i] == ks[j])
+               for i in range(len(ws)) for j in range(len(ws)))
+
+
+def rows_of(chunk):
+    u, v, key, eid = host_edges(chunk)
+    return sorted(zip(u.tolist(), v.tolist(), key.tolist(), eid.tolist()), key=lambda r: r[3])
+
+
+def keyed(rows, w, offset):
+    """Naive rows with their weight replaced by the reference's key of that edge (to compare chunks)."""
+    keys = kernels.reference.weight_keys(w)
+    return sorted(((u, v, int(keys[e - offset]), e) for u, v, _, e in rows), key=lambda r: r[3])
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_reference_prepare_is_the_edges_with_ordered_keys(ref, case):
+    name, n, src, dst, w = case
+    keys = kernels.reference.weight_keys(w)
+    assert keys.dtype == np.uint64 and key_order_holds(w[:60], keys[:60])
+    assert rows_of(ref.prepare((src, dst, w), 1000, n)) == keyed(naive_prepare(src, dst, w, 1000), w, 1000)
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_reference_rounds_are_the_naive_rounds(ref, case):
+    """map, contract (with filter-nodes), filter-edges, the fused map, compose-maps and labels of the
+    reference, round by round, against the loops above; the rounds end with Kruskal's forest and the
+    BFS labels."""
+    name, n, src, dst, w = case
+    rows = naive_prepare(src, dst, w, 0)
+    chunk = ref.prepare((src, dst, w), 0, n)
+    comps, fin, maps, chosen = n, 0, [], []
+    while comps:
+        best = naive_map(rows, comps)
+        _, cand = ref.map(chunk, comps)
+        got = dict(zip(cand.comp.tolist(), zip(cand.eid.tolist(), cand.other.tolist())))
+        assert got == {c: (e, o) for c, (_, e, o) in best.items()}
+        for finish in (False, True):
+            M, n_next, n_fin, ch = naive_contract(best, comps, fin, finish)
+            gM, gch, gn, gf = ref.contract(cand, comps, fin, finish)
+            assert gM.tolist() == M and sorted(gch.tolist()) == ch and (gn, gf) == (n_next, n_fin)
+        fused, _ = ref.map(chunk, n_next, gM)
+        rows = naive_filter_edges(rows, M)
+        chunk = ref.filter_edges(chunk, gM)
+        assert rows_of(chunk) == keyed(rows, w, 0) == rows_of(fused)
+        maps.append(gM)
+        chosen += ch
+        fin += n_fin
+        comps = n_next
+    assert sorted(chosen) == kruskal(n, src, dst, w)[0].tolist()
+    if maps:
+        assert ref.compose_maps(maps).tolist() == naive_compose(maps)
+        labels, k = ref.labels(maps, n)
+        assert (labels.tolist(), k) == naive_labels(naive_compose(maps))
+        np.testing.assert_array_equal(labels, component_labels(n, src, dst))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_reference_filter_nodes_is_the_naive_one(ref, seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 300))
+    root = np.arange(n, dtype=np.int64)
+    roots = np.flatnonzero(rng.random(n) < 0.3)
+    if roots.size:
+        others = np.setdiff1d(np.arange(n), roots)
+        root[others] = rng.choice(roots, others.size)
+    has = rng.random(n) < 0.7
+    for finish in (True, False):
+        M, n_next, n_fin = ref.filter_nodes(root, has, 9, finish)
+        assert (M.tolist(), n_next, n_fin) == naive_filter_nodes(root.tolist(), has.tolist(), 9, finish)

@@ -55,6 +55,9 @@ def family_cases():
         ("connected_caveman", dict(g=15, k=6)),
         ("grid", dict(rows=25, cols=30)),
         ("rmat", dict(scale=9, edge_factor=8)),
+        ("gnp", dict(n=120, p=0.1)),
+        ("random_geometric", dict(n=600, radius=0.05)),     # a few components, many ties of near points
+        ("ssca2", dict(n=400, max_clique=8, inter=1)),
     ]
     out = []
     for seed, (kind, params) in enumerate(specs):

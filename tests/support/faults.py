@@ -34,3 +34,32 @@ class KillAtPhase(WorkerPlugin):
             os.write(fd, f"{key} {os.getpid()}\n".encode())
             os.close(fd)
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+def within(seconds, what, fn, *args, **kwargs):
+    """``fn(*args, **kwargs)`` on a thread of its own: its result, or the exception it raised.
+
+    A bound on a hang, not a measure of speed: if the call is still running after
+    ``seconds`` (generous, for a loaded machine), the test fails saying ``what`` hung.
+    """
+    import threading
+
+    import pytest
+
+    out = {}
+
+    def call():
+        try:
+            out["value"] = fn(*args, **kwargs)
+        except BaseException as e:  # handed to the caller
+            out["error"] = e
+
+    t = threading.Thread(target=call, name=f"bounded: {what}", daemon=True)
+    t.start()
+    t.join(seconds)
+    if t.is_alive():
+        pytest.fail(f"{what} still running after {seconds} s: it hangs instead of finishing or stopping "
+                    f"with an error", pytrace=False)
+    if "error" in out:
+        raise out["error"]
+    return out["value"]

@@ -1,0 +1,139 @@
+"""A forest the engine returned or wrote, held to the naive Kruskal and BFS of :mod:`support.naive`.
+
+Every test that names a forest checks all of it (edge ids, endpoints, weights,
+total, components, labels where it has them), never only its edge count: any
+spanning forest has the right count.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from support.naive import component_labels, kruskal
+
+
+@dataclass(frozen=True)
+class Expected:
+    """The minimum spanning forest of a graph under (weight, edge id), by the naive references."""
+
+    n_vertices: int
+    n_edges: int
+    edge_ids: np.ndarray
+    src: np.ndarray
+    dst: np.ndarray
+    weight: np.ndarray
+    total: int | float
+    n_components: int
+    labels: np.ndarray
+
+
+def expected(graph=None, *, n_vertices=None, src=None, dst=None, weight=None):
+    """The :class:`Expected` forest of ``graph`` (an ``mst_dist.Graph``) or of the arrays given."""
+    if graph is not None:
+        n_vertices = graph.n_vertices
+        src, dst, weight = graph.to_arrays()
+    src, dst, weight = np.asarray(src), np.asarray(dst), np.asarray(weight)
+    ids, comps = kruskal(n_vertices, src, dst, weight)
+    w = weight[ids]
+    total = sum(int(x) for x in w.tolist()) if w.dtype.kind in "iub" else float(np.sum(w, dtype=np.float64))
+    return Expected(int(n_vertices), len(src), ids, src[ids], dst[ids], w, total, comps,
+                    component_labels(n_vertices, src, dst))
+
+
+def assert_forest(exp, edge_ids, src=None, dst=None, weight=None, *, total=None, n_components=None,
+                  labels=None):
+    """Each part given equals the expected forest's (ids, endpoints, weights, total, components, labels)."""
+    np.testing.assert_array_equal(np.asarray(edge_ids), exp.edge_ids, err_msg="forest edge ids")
+    for name, got, want in (("src", src, exp.src), ("dst", dst, exp.dst), ("weight", weight, exp.weight)):
+        if got is not None:
+            np.testing.assert_array_equal(np.asarray(got), want, err_msg=f"forest {name}")
+    if total is not None:
+        assert total == exp.total, f"total weight {total!r}, expected {exp.total!r}"
+    if n_components is not None:
+        assert n_components == exp.n_components, f"{n_components} components, expected {exp.n_components}"
+    if labels is not None:
+        np.testing.assert_array_equal(np.asarray(labels), exp.labels, err_msg="component labels")
+
+
+def assert_result(res, exp):
+    """A :class:`mst_dist.MSTResult` with its arrays in memory is the expected forest, all of it."""
+    assert_forest(exp, res.edge_ids, res.src, res.dst, res.weight, total=res.total_weight,
+                  n_components=res.n_components, labels=res.labels)
+    assert res.n_forest_edges == len(exp.edge_ids)
+
+
+def assert_summary(summary, exp):
+    """A run report's ``summary`` (``--json``) counts the expected forest: edges, weight, components."""
+    assert summary["forest_edges"] == len(exp.edge_ids), summary
+    assert summary["total_weight"] == exp.total, summary
+    assert summary["components"] == exp.n_components, summary
+
+
+def read_forest_file(path):
+    """The columns of a forest file the command line wrote (.npz, .parquet, .csv; labels if the .npz has them)."""
+    path = os.fspath(path)
+    if path.endswith(".npz"):
+        with np.load(path, allow_pickle=False) as z:
+            return {k: z[k] for k in z.files}
+    if path.endswith(".csv"):
+        import pyarrow.csv as pcsv
+
+        t = pcsv.read_csv(path)
+    else:
+        import pyarrow.parquet as pq
+
+        t = pq.read_table(path)
+    return {c: t.column(c).to_numpy() for c in t.column_names}
+
+
+def assert_forest_file(path, exp):
+    """The forest file at ``path`` holds exactly the expected forest (and its labels, if it has them)."""
+    cols = read_forest_file(path)
+    assert_forest(exp, cols["edge_id"], cols["src"], cols["dst"], cols["weight"], labels=cols.get("labels"))
+    w = cols["weight"]
+    got = sum(int(x) for x in w.tolist()) if w.dtype.kind in "iub" else float(np.sum(w, dtype=np.float64))
+    assert got == exp.total
+
+
+def assert_minimum_forest(n_vertices, src, dst, weight, edge_ids, *, total=None, n_components=None):
+    """For graphs too large for :func:`expected`: ``edge_ids`` is a minimum spanning forest, by SciPy.
+
+    Independent of the engine: the rows are distinct edges of the graph, they form a forest
+    (``n - c`` edges joining ``c`` components, SciPy's own count), and their weight equals the
+    total of SciPy's minimum spanning tree (parallel edges reduced to their minimum, self-loops
+    dropped, weights shifted to be positive: a constant shift moves every spanning forest's
+    weight alike). Such a forest is a minimum one; ties may pick other ids than Kruskal's.
+    Integer weights only (compared exactly while totals stay below 2**53).
+    """
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components, minimum_spanning_tree
+
+    src, dst, weight = np.asarray(src), np.asarray(dst), np.asarray(weight)
+    ids = np.asarray(edge_ids)
+    assert weight.dtype.kind in "iu"
+    assert len(np.unique(ids)) == len(ids) and (ids.size == 0 or 0 <= ids.min() <= ids.max() < len(src))
+    n_comp, _ = connected_components(coo_matrix((np.ones(len(src)), (src, dst)), shape=(n_vertices,) * 2),
+                                     directed=False)
+    assert len(ids) == n_vertices - n_comp, f"{len(ids)} forest edges, expected {n_vertices - n_comp}"
+    f_comp, _ = connected_components(coo_matrix((np.ones(len(ids)), (src[ids], dst[ids])),
+                                                shape=(n_vertices,) * 2), directed=False)
+    assert f_comp == n_comp, "the forest's edges leave more components than the graph has: a cycle"
+    keep = src != dst
+    a, b = np.minimum(src[keep], dst[keep]), np.maximum(src[keep], dst[keep])
+    w = weight[keep].astype(np.int64)
+    order = np.lexsort((w, b, a))
+    a, b, w = a[order], b[order], w[order]
+    first = np.ones(len(a), bool)
+    first[1:] = (a[1:] != a[:-1]) | (b[1:] != b[:-1])
+    low = int(w.min()) if len(w) else 0
+    shifted = (w[first] - low + 1).astype(np.float64)
+    tree = minimum_spanning_tree(coo_matrix((shifted, (a[first], b[first])), shape=(n_vertices,) * 2).tocsr())
+    want = int(round(tree.sum())) + (low - 1) * (n_vertices - n_comp)
+    got = sum(int(x) for x in weight[ids].tolist())
+    assert got == want, f"forest weight {got}, a minimum spanning forest weighs {want}"
+    if total is not None:
+        assert total == want, f"total weight {total}, a minimum spanning forest weighs {want}"
+    if n_components is not None:
+        assert n_components == n_comp
