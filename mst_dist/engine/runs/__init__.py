@@ -9,7 +9,11 @@ plan, load, rounds, finish, write) under a watchdog.  The kinds:
     the edge chunks stay on the workers for the whole run;
 ``streaming`` (:class:`~mst_dist.engine.runs.streaming.StreamingRun`)
     the edges are read from their source in passes, one slice of the strict
-    order at a time, when they would not fit in the workers' memory.
+    order at a time, when they would not fit in the workers' memory;
+``partitioned`` (:class:`~mst_dist.engine.runs.partitioned.PartitionedRun`)
+    the chunks stay on the workers and the per-vertex state is cut into
+    ranges of component ids, each owned by a task, when it would not fit on
+    one worker.
 
 A new kind is a new module with a :class:`Run` subclass, listed in
 :data:`KINDS` and chosen by :func:`choose_kind`.
@@ -21,32 +25,50 @@ import time
 from distributed.scheduler import KilledWorker
 
 from mst_dist import config
+from mst_dist.config import ConfigError
+from mst_dist.graph import vertex_memory
 from mst_dist.engine import interrupt
 from mst_dist.engine.keys import new_token
 from mst_dist.engine.plan import should_stream
 from mst_dist.engine.runs.base import Run
 from mst_dist.engine.runs.checkpointing import RunCheckpoint
-from mst_dist.engine.runs.connect import ClusterLayout, connect
+from mst_dist.engine.runs.connect import ClusterLayout, check_vertex_memory, connect
+from mst_dist.engine.runs.partitioned import PartitionedRun
 from mst_dist.engine.runs.resident import ResidentRun
 from mst_dist.engine.runs.streaming import StreamingRun
-from mst_dist.engine.watchdog import Watchdog, stalled_from_killed
+from mst_dist.engine.watchdog import Watchdog, cancel_run, stalled_from_killed
 
-__all__ = ["KINDS", "Run", "ResidentRun", "StreamingRun", "choose_kind", "execute"]
+__all__ = ["KINDS", "Run", "PartitionedRun", "ResidentRun", "StreamingRun", "choose_kind", "execute"]
 
 #: Every kind of run, by name.
-KINDS = {ResidentRun.kind: ResidentRun, StreamingRun.kind: StreamingRun}
+KINDS = {ResidentRun.kind: ResidentRun, StreamingRun.kind: StreamingRun, PartitionedRun.kind: PartitionedRun}
 
 
 def choose_kind(spec, graph, cluster: ClusterLayout, ckpt: RunCheckpoint | None) -> str:
     """The kind of run for ``graph`` under ``spec`` on ``cluster``.
 
     A run resumed from a checkpoint goes on as the saved run went (``auto``
-    may now decide otherwise); else it streams when asked to, or (``auto``)
-    when the graph would not fit in the workers' memory.
+    may now decide otherwise).  The per-vertex state is cut into ranges
+    (``partitioned``) when asked to, or (``auto``) when it would not fit
+    comfortably on one worker; otherwise a graph whose per-vertex state no
+    worker can hold is refused here, before any work.  Edges are streamed
+    when asked to, or (``auto``) when they would not fit in the workers'
+    memory.
     """
+    streams = should_stream(spec.stream, graph, cluster.total_memory)
     if ckpt is not None and ckpt.mode is not None:
-        return StreamingRun.kind if ckpt.mode == "stream" else ResidentRun.kind
-    return StreamingRun.kind if should_stream(spec.stream, graph, cluster.total_memory) else ResidentRun.kind
+        streams = ckpt.mode == "stream"
+    mode = spec.vertex_partition
+    big = vertex_memory(graph.n_vertices) > cluster.min_memory // 4
+    if mode == "always" or (mode == "auto" and big and not streams and ckpt is None):
+        if mode == "always" and (streams or ckpt is not None):
+            raise ConfigError("vertex_partition='always' does not combine with "
+                              f"{'streaming' if streams else 'checkpoints'} in this version: a partitioned run keeps "
+                              f"its edge chunks resident and saves no checkpoint; use stream='never' without "
+                              f"checkpoint=, or vertex_partition='auto'", key="vertex_partition")
+        return PartitionedRun.kind
+    check_vertex_memory(graph, cluster.max_memory)
+    return StreamingRun.kind if streams else ResidentRun.kind
 
 
 def execute(graph, client, spec):
@@ -70,10 +92,23 @@ def execute(graph, client, spec):
             return run.execute()
         except KeyboardInterrupt:
             interrupt.quiet_after_interrupt()  # the tasks left running make noise as the cluster closes
+            _leave_nothing(client, token)
             raise
         except Exception as e:
+            _leave_nothing(client, token)
             if dog.error is not None:
                 raise dog.error from e
             if isinstance(e, KilledWorker):
                 raise stalled_from_killed(e) from e
             raise
+
+
+def _leave_nothing(client, token):
+    """A failed or interrupted run: none of its tasks stay on the scheduler, its scratch is released."""
+    from mst_dist.engine.scratch import release_scratch
+
+    try:
+        cancel_run(client, token, "mst-dist: the run failed")
+        client.run(release_scratch, None)  # later, and only where no other run has taken scratch since
+    except Exception:  # a client or scheduler gone: nothing is left there either
+        pass

@@ -25,6 +25,7 @@ class ClusterLayout:
     kinds: dict                 #: worker -> "cpu" or "gpu": the kernels it runs
     device_memory: int | None   #: the smallest GPU worker's device memory (None: no GPU worker)
     min_memory: int             #: the smallest worker's memory limit (16 GiB when unknown)
+    max_memory: int             #: the largest worker's memory limit (0 when unknown)
     total_memory: int           #: the workers' memory limits added up
     throughput: dict | None     #: worker -> relative edges/s, where chunks are dealt out by it
     measured: dict | None       #: the throughput measured (or given) on a mixed cluster
@@ -66,9 +67,9 @@ def connect(client, graph, spec, token) -> ClusterLayout:
     """The :class:`ClusterLayout` of ``client``'s cluster for a run of ``graph`` under ``spec``.
 
     Registers the scratch plugin (the CPU kernels' scratch within each
-    worker's memory limit, workers that join later too), refuses a graph
-    whose per-vertex state no worker can hold, probes which workers run the
-    GPU kernels, and on a mixed cluster measures (or takes) their throughput.
+    worker's memory limit, workers that join later too), probes which
+    workers run the GPU kernels, and on a mixed cluster measures (or takes)
+    their throughput.
     """
     workers = _workers(client)
     try:
@@ -77,7 +78,6 @@ def connect(client, graph, spec, token) -> ClusterLayout:
         logger.debug("could not register the scratch plugin", exc_info=True)
     limits = [(w.get("memory_limit") or 0) for w in workers.values()]
     min_memory = min(limits) or 2**34
-    check_vertex_memory(graph, max(limits))
     kinds, device_memory = worker_kinds(client, workers, spec.backend)
     present = set(kinds.values())
     throughput = measured = None
@@ -87,6 +87,6 @@ def connect(client, graph, spec, token) -> ClusterLayout:
     elif present == {"cpu", "gpu"}:
         throughput = measured = measure_throughput(client, kinds, spec.backend, token, spec.throughput)
     return ClusterLayout(workers=tuple(sorted(workers)), threads=sum(w.get("nthreads", 1) for w in workers.values()),
-                         kinds=kinds, device_memory=device_memory, min_memory=min_memory,
+                         kinds=kinds, device_memory=device_memory, min_memory=min_memory, max_memory=max(limits),
                          total_memory=sum(limits) or min_memory * len(workers), throughput=throughput,
                          measured=measured)

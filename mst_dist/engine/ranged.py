@@ -1,0 +1,406 @@
+"""Worker-side functions of rounds whose per-vertex state is cut into ranges.
+
+The component ids ``[0, n)`` of a round are cut into ranges
+(:func:`~mst_dist.kernels.vertex_ranges.even_bounds`), each owned by one
+task; no task holds an array of ``n`` entries.  One round, as the
+:class:`~mst_dist.engine.runs.partitioned.PartitionedRun` submits it:
+
+map           each chunk: the cheapest edge of each component it touches,
+              grouped by the range that owns the component
+merge         per range, a tree reduction of the chunks' candidates
+contract      per range: hook every component to its cheapest edge's other
+              end (mutual pairs found by asking the other end's owner),
+              jump pointers by asking the owners of the parents until every
+              parent is a root, number the roots (a prefix sum of per-range
+              counts) and the finished components, ask the roots' owners for
+              every component's new id
+filter-edges  each chunk asks the owners of the ids it touches for their new
+              ids, relabels, drops self-loops, takes the forest edges of its
+              own edge ids, and maps the next round (fused)
+
+Every ask goes through :func:`mst_dist.engine.exchange.exchange`.  The
+vertex labels of the original vertices are kept the same way, one range of
+vertices per task, and follow each round's map.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from mst_dist.engine.tasks import host_kernels
+from mst_dist.kernels import vertex_ranges as vr
+from mst_dist.kernels.contract import Chunk, to_host
+
+_I32 = np.iinfo(np.int32).max
+
+
+class Block(NamedTuple):
+    """An edge chunk of a partitioned run, with the forest edges of its own edge ids found so far."""
+
+    chunk: Chunk            #: the live edges, ids of the current round's components
+    forest: list            #: sorted arrays of forest edge ids in this chunk's edge id range
+
+
+class RangeCandidates(NamedTuple):
+    """The merged candidates of one range ``[lo, hi)`` of component ids (sorted by component)."""
+
+    lo: int
+    hi: int
+    comp: np.ndarray
+    key: np.ndarray
+    eid: np.ndarray
+    other: np.ndarray
+
+
+class RangeParents(NamedTuple):
+    """One range's parent pointers: ``parent[c - lo]`` (``-1``: finished, no edge left)."""
+
+    lo: int
+    hi: int
+    parent: np.ndarray
+    changed: int = 0        #: pointers that moved in the last jump
+
+
+class RangeMap(NamedTuple):
+    """One range's round map: ``labels[c - lo]`` the next round's id, or ``-(F + 1)`` finished as ``F``."""
+
+    lo: int
+    hi: int
+    labels: np.ndarray
+
+
+class VertexLabels(NamedTuple):
+    """The labels of the original vertices ``[lo, hi)``: a live component id, or ``-(F + 1)``."""
+
+    lo: int
+    hi: int
+    labels: np.ndarray
+
+
+# -- load, map, merge -------------------------------------------------------------------
+
+
+def _compact(ids, n):
+    return ids.astype(np.int32 if n <= _I32 else np.int64, copy=False)
+
+
+def prepare(raw, offset, n_vertices, bounds):
+    """A raw chunk as a :class:`Block` (plain form, host) and its candidates for the ranges of ``bounds``."""
+    ch = host_kernels().prepare(tuple(to_host(a) for a in raw[:3]), offset, n_vertices)
+    u, v, key, eid = ch.edges()
+    chunk = Chunk(_compact(u, n_vertices), _compact(v, n_vertices), key, eid, packing=ch.packing)
+    return Block(chunk, []), _map(chunk, bounds)
+
+
+def _map(chunk, bounds):
+    u, v, key, eid = chunk.edges()
+    return vr.split_candidates(vr.cheapest_by_end(u, v, key, eid), bounds)
+
+
+def candidates_for(mapped, r):
+    """Range ``r``'s part of a chunk's candidates (``mapped = (block, parts)``)."""
+    return mapped[1][r]
+
+
+def merge(*tables):
+    """Candidate tables of one range combined: the cheapest edge of each component (role: merge)."""
+    return vr.merge_cheapest(*tables)
+
+
+def range_candidates(table, lo, hi):
+    return RangeCandidates(lo, hi, *table)
+
+
+# -- contract: hook ---------------------------------------------------------------------
+
+
+def split_others(cand: RangeCandidates, bounds):
+    """Ask for the candidate edge of each component's partner (the other end of its cheapest edge)."""
+    ids = np.unique(cand.other)
+    order, parts = vr.split_by_owner(ids, bounds)
+    return (ids, order), parts
+
+
+def serve_edge_ids(cand: RangeCandidates, *parts):
+    """The candidate edge id of each component asked (every one asked has a candidate)."""
+    return [cand.eid[np.searchsorted(cand.comp, p)] for p in parts]
+
+
+def hook(cand: RangeCandidates, split_out, *answers):
+    """Parents and forest edges of one range.
+
+    Component ``c`` hooks to ``other``; a mutual pair (both chose the same
+    edge) is one forest edge and its smaller id becomes the root.  A
+    component with no candidate has no edge left: finished (``-1``).
+    Returns ``(RangeParents, chosen edge ids ascending)``.
+    """
+    (ids, order), lo, hi = split_out[0], cand.lo, cand.hi
+    partner_eid = vr.put_back(order, answers)[np.searchsorted(ids, cand.other)]
+    mutual = partner_eid == cand.eid
+    parent = np.full(hi - lo, -1, np.int64)
+    parent[cand.comp - lo] = cand.other
+    roots = mutual & (cand.comp < cand.other)
+    parent[cand.comp[roots] - lo] = cand.comp[roots]
+    chosen = np.sort(cand.eid[~(mutual & (cand.comp > cand.other))])
+    return RangeParents(lo, hi, parent), chosen
+
+
+def parents_of(hooked):
+    return hooked[0]
+
+
+def chosen_of(hooked):
+    return hooked[1]
+
+
+# -- contract: pointer jumping ------------------------------------------------------------
+
+
+def split_parents(rp: RangeParents, bounds):
+    """Ask for the parent of each parent."""
+    ids = np.unique(rp.parent[rp.parent >= 0])
+    order, parts = vr.split_by_owner(ids, bounds)
+    return (ids, order), parts
+
+
+def serve_parents(rp: RangeParents, *parts):
+    return [rp.parent[p - rp.lo] for p in parts]
+
+
+def jump(rp: RangeParents, split_out, *answers):
+    """``parent <- parent[parent]`` over one range; ``changed`` counts the pointers that moved."""
+    ids, order = split_out[0]
+    grand = vr.put_back(order, answers)
+    live = rp.parent >= 0
+    new = rp.parent.copy()
+    new[live] = grand[np.searchsorted(ids, rp.parent[live])]
+    return RangeParents(rp.lo, rp.hi, new, int(np.count_nonzero(new != rp.parent)))
+
+
+def changed(rp: RangeParents):
+    return rp.changed
+
+
+# -- contract: numbering (filter-nodes) ---------------------------------------------------
+
+
+def counts(rp: RangeParents):
+    """``(roots, finished)`` of one range."""
+    idx = np.arange(rp.lo, rp.hi)
+    return int(np.count_nonzero(rp.parent == idx)), int(np.count_nonzero(rp.parent < 0))
+
+
+def number(rp: RangeParents, root_offset, finished_offset):
+    """Roots numbered from ``root_offset``, finished components from ``finished_offset`` (as ``-(F + 1)``).
+
+    Other components keep their root (``>= 0``) for :func:`relabel` to ask.
+    Returns ``(RangeParents, RangeMap of the roots and finished ones)``.
+    """
+    idx = np.arange(rp.lo, rp.hi)
+    is_root = rp.parent == idx
+    fin = rp.parent < 0
+    lab = np.full(rp.hi - rp.lo, 0, np.int64)
+    lab[is_root] = root_offset + np.arange(np.count_nonzero(is_root))
+    lab[fin] = -(finished_offset + np.arange(np.count_nonzero(fin)) + 1)
+    return rp, RangeMap(rp.lo, rp.hi, lab)
+
+
+def split_roots(numbered, bounds):
+    """Ask the owners of the roots of the components that are not roots for the roots' new ids."""
+    rp = numbered[0]
+    idx = np.arange(rp.lo, rp.hi)
+    ids = np.unique(rp.parent[(rp.parent >= 0) & (rp.parent != idx)])
+    order, parts = vr.split_by_owner(ids, bounds)
+    return (ids, order), parts
+
+
+def serve_new_ids(numbered, *parts):
+    m = numbered[1]
+    return [m.labels[p - m.lo] for p in parts]
+
+
+def relabel(numbered, split_out, *answers):
+    """The range's round map: every component's new id (its root's), or ``-(F + 1)`` finished."""
+    rp, m = numbered
+    ids, order = split_out[0]
+    new = vr.put_back(order, answers)
+    idx = np.arange(rp.lo, rp.hi)
+    lab = m.labels.copy()
+    other = (rp.parent >= 0) & (rp.parent != idx)
+    lab[other] = new[np.searchsorted(ids, rp.parent[other])]
+    return RangeMap(rp.lo, rp.hi, lab)
+
+
+# -- filter-edges (and the next round's map, fused) ---------------------------------------
+
+
+def split_ends(mapped, bounds):
+    """A chunk asks for the new ids of every component it touches."""
+    u, v, _, _ = mapped[0].chunk.edges()
+    ids = np.unique(np.concatenate([np.asarray(u, np.int64), np.asarray(v, np.int64)]))
+    order, parts = vr.split_by_owner(ids, bounds)
+    return (ids, order), parts
+
+
+def serve_map(m: RangeMap, *parts):
+    return [m.labels[p - m.lo] for p in parts]
+
+
+def filter_block(mapped, split_out, *answers, n_next, next_bounds, chosen_parts=()):
+    """Relabel a chunk by the round map, drop self-loops, keep its forest edges, map the next round.
+
+    ``chosen_parts`` are the round's forest edge ids that fall in this
+    chunk's edge id range.  Returns ``(Block, candidate parts for
+    next_bounds)``, as :func:`prepare` does.
+    """
+    block = mapped[0]
+    ids, order = split_out[0]
+    new = vr.put_back(order, answers)
+    u, v, key, eid = block.chunk.edges()
+    nu = new[np.searchsorted(ids, np.asarray(u, np.int64))]
+    nv = new[np.searchsorted(ids, np.asarray(v, np.int64))]
+    keep = nu != nv  # a finished component has no edge: every id here is live
+    chunk = Chunk(_compact(nu[keep], n_next), _compact(nv[keep], n_next), key[keep], eid[keep],
+                  packing=block.chunk.packing)
+    forest = list(block.forest) + [p for p in chosen_parts if p.shape[0]]
+    out = Block(chunk, forest)
+    return out, (_map(chunk, next_bounds) if next_bounds is not None else None)
+
+
+def route_chosen(chosen, chunk_bounds):
+    """A range's forest edge ids cut by the chunks' edge id ranges."""
+    return vr.split_by_owner(chosen, chunk_bounds)[1]
+
+
+def edges_in(mapped):
+    return len(mapped[0].chunk)
+
+
+def chunk_of(mapped):
+    return mapped[0].chunk
+
+
+def forest_of(mapped, *more):
+    """A chunk's forest edge ids so far (and ``more`` of them), ascending."""
+    parts = [p for p in (*mapped[0].forest, *more) if p.shape[0]]
+    return np.sort(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
+
+
+# -- the labels of the original vertices ---------------------------------------------------
+
+
+def first_labels(lo, hi):
+    return VertexLabels(lo, hi, np.arange(lo, hi, dtype=np.int64))
+
+
+def split_live(vl: VertexLabels, bounds):
+    """Ask the owners of the live components for their next ids."""
+    ids = np.unique(vl.labels[vl.labels >= 0])
+    order, parts = vr.split_by_owner(ids, bounds)
+    return (ids, order), parts
+
+
+def follow(vl: VertexLabels, split_out, *answers):
+    """The labels after one more round (finished ones stay)."""
+    ids, order = split_out[0]
+    new = vr.put_back(order, answers)
+    lab = vl.labels.copy()
+    live = lab >= 0
+    lab[live] = new[np.searchsorted(ids, lab[live])]
+    return VertexLabels(vl.lo, vl.hi, lab)
+
+
+def base_map(n_vertices, *maps):
+    """The base case's round maps composed: one :class:`RangeMap` over its ``[0, n)``."""
+    final = host_kernels().compose_maps([m[0] for m in maps]) if maps else np.zeros(0, np.int64)
+    return RangeMap(0, int(final.shape[0]), final)
+
+
+# -- canonical numbering: a component is numbered by its smallest vertex --------------------
+
+
+def split_finished(vl: VertexLabels, bounds):
+    """Tell the owners of the finished ids which of them this range of vertices holds."""
+    fid = -vl.labels - 1
+    ids = np.unique(fid)
+    order, parts = vr.split_by_owner(ids, bounds)
+    return (ids, order), parts
+
+
+def serve_firsts(_owner, *parts):
+    """For each id sent, whether its sender is the first range (smallest vertices) that sent it."""
+    if not parts:
+        return []
+    ids = np.concatenate(parts)
+    sender = np.repeat(np.arange(len(parts)), [p.shape[0] for p in parts])
+    pos = np.arange(ids.shape[0])
+    order = np.lexsort((sender, ids))
+    first = np.zeros(ids.shape[0], bool)
+    if ids.shape[0]:
+        head = np.ones(ids.shape[0], bool)
+        head[1:] = ids[order][1:] != ids[order][:-1]
+        first[pos[order][head]] = True
+    cuts = np.cumsum([0] + [p.shape[0] for p in parts])
+    return [first[cuts[j]:cuts[j + 1]] for j in range(len(parts))]
+
+
+def firsts(vl: VertexLabels, split_out, *answers):
+    """``(labels, finished ids first seen here in vertex order)``: those this range numbers."""
+    ids, order = split_out[0]
+    first = vr.put_back(order, answers, dtype=bool)
+    fid = -vl.labels - 1
+    # the order of first appearance, over this range's vertices
+    uniq, at = np.unique(fid, return_index=True)
+    mine = uniq[first[np.searchsorted(ids, uniq)]]
+    at = at[first[np.searchsorted(ids, uniq)]]
+    return vl, mine[np.argsort(at, kind="stable")]
+
+
+def count_firsts(f):
+    return int(f[1].shape[0])
+
+
+def numbered_parts(f, offset, bounds):
+    """The labels this range gives its first-seen finished ids, cut by the owners of the ids."""
+    mine = f[1]
+    lab = offset + np.arange(mine.shape[0], dtype=np.int64)
+    order = np.argsort(mine, kind="stable")
+    mine, lab = mine[order], lab[order]
+    cuts = np.searchsorted(mine, bounds)
+    return [(mine[cuts[r]:cuts[r + 1]], lab[cuts[r]:cuts[r + 1]]) for r in range(bounds.shape[0] - 1)]
+
+
+def keep_labels(lo, hi, *parts):
+    """An owner of finished ids ``[lo, hi)`` keeps the label each got (from exactly one range)."""
+    table = np.full(hi - lo, -1, np.int64)
+    for ids, labs in parts:
+        table[ids - lo] = labs
+    return RangeMap(lo, hi, table)
+
+
+def split_fids(f, bounds):
+    vl = f[0]
+    return split_finished(vl, bounds)
+
+
+def final_labels(f, split_out, *answers):
+    """The canonical labels of this range of vertices."""
+    vl = f[0]
+    ids, order = split_out[0]
+    lab = vr.put_back(order, answers)
+    return VertexLabels(vl.lo, vl.hi, lab[np.searchsorted(ids, -vl.labels - 1)])
+
+
+def labels_array(vl: VertexLabels):
+    return vl.labels
+
+
+def write_labels_range(path, vl: VertexLabels):
+    """Write one range of vertices' labels as a part file (``vertex``, ``component``)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"vertex": np.arange(vl.lo, vl.hi, dtype=np.int64),
+                             "component": np.asarray(vl.labels, np.int64)}), path)
+    return vl.hi - vl.lo

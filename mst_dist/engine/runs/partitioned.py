@@ -1,0 +1,268 @@
+"""A partitioned run: the per-vertex state cut into ranges of component ids, spread over the workers.
+
+The edge chunks stay on the workers as in a resident run; what differs is
+where the per-vertex state lives.  The component ids of each round are cut
+into ranges, each owned by a task: candidates are merged per range,
+hooking, pointer jumping and renumbering happen per range with batched
+requests to the owners of the ids asked about
+(:mod:`mst_dist.engine.exchange`, the worker side in
+:mod:`mst_dist.engine.ranged`), and each chunk asks only for the ids it
+touches.  No task holds an array over all components, and nothing
+per-vertex reaches the client unless the labels are asked for.  Once the
+components left fit comfortably on one worker (``vertex_base``), the
+chunks go to the same :class:`~mst_dist.engine.runs.solver.Solver` as a
+resident run's, the centralised base case (Sanders & Schimek, "Engineering
+Massively Parallel MST Algorithms", IPDPS 2023, do the same).
+
+The labels of the original vertices are kept as ranges of vertices too and
+follow each round's map; at the end every component is numbered by its
+smallest vertex, as in every other kind of run.
+"""
+from __future__ import annotations
+
+import functools
+import itertools
+import operator
+import os
+import time
+
+import numpy as np
+
+from mst_dist.engine import ranged, tasks
+from mst_dist.engine.exchange import exchange
+from mst_dist.engine.placement import pin
+from mst_dist.engine.records import ChunkStats, RoundRecord
+from mst_dist.engine.runs.base import ForestOut
+from mst_dist.engine.runs.resident import ResidentRun, rows_from_arrays
+from mst_dist.engine.runs.solver import Solver
+from mst_dist.engine.runs.state import SolveState
+from mst_dist.graph import VERTEX_BYTES
+from mst_dist.io import writers
+from mst_dist.kernels.vertex_ranges import even_bounds
+from mst_dist.result import RoundStats
+
+
+class PartitionedRun(ResidentRun):
+    """Chunks resident; component ids cut into ranges owned by tasks; the centralised base case at the end."""
+
+    kind = "partitioned"
+    streams = False
+
+    def plan(self):
+        super().plan()
+        spec, cl = self.spec, self.cluster
+        self.n_ranges = spec.vertex_ranges or max(2, len(self.ranges), cl.threads)
+        if spec.vertex_base == "auto":
+            # what one worker holds comfortably: a quarter of the smallest one's memory
+            self.vertex_base = cl.min_memory // 4 // VERTEX_BYTES
+        else:
+            self.vertex_base = int(spec.vertex_base)
+        self.chunk_bounds = np.array([r.offset for r in self.ranges] + [self.g.n_edges], np.int64)
+        self.stats.vertex_partition = {"ranges": self.n_ranges, "base_components": self.vertex_base}
+        self._sub = itertools.count()
+
+    def _key(self, phase, rnd):
+        sub = next(self._sub)
+        return lambda stage, index=None: self.builder.key(f"{phase}-{stage}", rnd, index, sub)
+
+    def _exchange(self, phase, rnd, requests, owners, *, split, serve, assemble, pins=None, **kw):
+        return exchange(self.client, self._key(phase, rnd), requests, owners, serve=serve, assemble=assemble,
+                        split=split, pins=pins, **kw)
+
+    # -- the rounds ------------------------------------------------------------------------
+
+    def rounds(self, st: SolveState):
+        g, c = self.g, self.client
+        n = g.n_vertices
+        bounds = even_bounds(n, self.n_ranges)
+        self.vertex_bounds = bounds
+        pins = [pin(p) for p in self.places]
+        self.pins = pins
+        mapped = [c.submit(ranged.prepare, raw, off, n, bounds, key=self.builder.key("prepare", 0, i), **pins[i])
+                  for i, (raw, off) in enumerate(zip(st.raws, st.offsets))]
+        labels = [c.submit(ranged.first_labels, int(lo), int(hi), key=self.builder.key("labels-init", 0, r))
+                  for r, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:]))]
+        st.edges_left = sum(c.gather([c.submit(ranged.edges_in, m, key=self.builder.key("count", 0, i))
+                                      for i, m in enumerate(mapped)]))
+        self.stats.setup_seconds = time.perf_counter() - self.t_start
+        st.t_solve = time.perf_counter()
+        finished = 0
+        n_comp = n
+        while n_comp > 0 and n_comp > self.vertex_base and st.edges_left > self.run_plan.local_finish:
+            mapped, labels, bounds, n_comp, finished = self._round(st, mapped, labels, bounds, n_comp, finished)
+        st.n_comp = n_comp
+        self.mapped, self.labels_parts = mapped, labels
+        base = []
+        if n_comp > 0:
+            base = self._base_case(st, mapped, finished)
+        self.forest_futs = self._forest(mapped, base)
+
+    def _round(self, st, mapped, labels, bounds, n_comp, finished):
+        """One partitioned round: map (done with the last filter) -> merge -> contract -> filter-edges."""
+        c, rnd, key = self.client, st.rnd, self.builder.key
+        t0 = time.perf_counter()
+        self.events.emit(round=rnd, phase="map", components=n_comp, edges=st.edges_left)
+        R = bounds.shape[0] - 1
+        # merge: per range, a tree of the chunks' candidates
+        cands = []
+        for r in range(R):
+            level = [c.submit(ranged.candidates_for, m, r, key=key("cand", rnd, f"{i}.{r}")) for i, m in enumerate(mapped)]
+            if not level:  # a graph with no edge chunk
+                level = [c.submit(ranged.merge, key=key("merge", rnd, f"{r}.empty"))]
+            depth = 0
+            while len(level) > 1:
+                k = self.spec.split_every
+                level = [c.submit(ranged.merge, *level[j:j + k], key=key("merge", rnd, f"{r}.{depth}.{j // k}"))
+                         for j in range(0, len(level), k)]
+                depth += 1
+            cands.append(c.submit(ranged.range_candidates, level[0], int(bounds[r]), int(bounds[r + 1]),
+                                  key=key("merged", rnd, r)))
+        # contract: hook (mutual pairs found by asking the partner's owner), jump, number, relabel
+        hooked = self._exchange("hook", rnd, cands, cands, split=functools.partial(ranged.split_others, bounds=bounds),
+                                serve=ranged.serve_edge_ids, assemble=ranged.hook)
+        parents = [c.submit(ranged.parents_of, h, key=key("parents", rnd, r)) for r, h in enumerate(hooked)]
+        chosen = [c.submit(ranged.chosen_of, h, key=key("chosen", rnd, r)) for r, h in enumerate(hooked)]
+        jumps = 0
+        while True:
+            parents = self._exchange("jump", rnd, parents, parents,
+                                     split=functools.partial(ranged.split_parents, bounds=bounds),
+                                     serve=ranged.serve_parents, assemble=ranged.jump)
+            jumps += 1
+            moved = c.gather([c.submit(ranged.changed, p, key=key("jumped", rnd, f"{jumps}.{r}"))
+                              for r, p in enumerate(parents)])
+            if not sum(moved):
+                break
+        counts = c.gather([c.submit(ranged.counts, p, key=key("counts", rnd, r)) for r, p in enumerate(parents)])
+        roots = np.array([a for a, _ in counts], np.int64)
+        fins = np.array([b for _, b in counts], np.int64)
+        root_off = np.concatenate([[0], np.cumsum(roots)[:-1]])
+        fin_off = finished + np.concatenate([[0], np.cumsum(fins)[:-1]])
+        n_next, finished = int(roots.sum()), finished + int(fins.sum())
+        numbered = [c.submit(ranged.number, p, int(root_off[r]), int(fin_off[r]), key=key("number", rnd, r))
+                    for r, p in enumerate(parents)]
+        rmaps = self._exchange("relabel", rnd, numbered, numbered,
+                               split=functools.partial(ranged.split_roots, bounds=bounds),
+                               serve=ranged.serve_new_ids, assemble=ranged.relabel)
+        t_contract = time.perf_counter()
+        # filter-edges: each chunk asks for its ids' new ids, takes the forest edges of its own edge ids,
+        # and maps the next round
+        routes = [c.submit(ranged.route_chosen, ch, self.chunk_bounds, key=key("route", rnd, r))
+                  for r, ch in enumerate(chosen)]
+        nxt = even_bounds(n_next, self.n_ranges) if n_next > self.vertex_base else None
+        kwargs = [{"n_next": n_next, "next_bounds": nxt,
+                   "chosen_parts": [c.submit(operator.getitem, rt, j, key=key("routed", rnd, f"{r}.{j}"))
+                                    for r, rt in enumerate(routes)]}
+                  for j in range(len(mapped))]
+        mapped = self._exchange("filter", rnd, mapped, rmaps, split=functools.partial(ranged.split_ends, bounds=bounds),
+                                serve=ranged.serve_map, assemble=ranged.filter_block, pins=self.pins,
+                                assemble_kwargs=kwargs)
+        labels = self._exchange("labels", rnd, labels, rmaps, split=functools.partial(ranged.split_live, bounds=bounds),
+                                serve=ranged.serve_map, assemble=ranged.follow)
+        edges_before = st.edges_left
+        st.edges_left = sum(c.gather([c.submit(ranged.edges_in, m, key=key("count", rnd, i))
+                                      for i, m in enumerate(mapped)]))
+        n_forest = sum(c.gather([c.submit(len, ch, key=key("forest-count", rnd, r)) for r, ch in enumerate(chosen)]))
+        t_end = time.perf_counter()
+        self.stats.rounds.append(RoundStats(
+            round=rnd, mode="partitioned", components_before=n_comp, components_after=n_next,
+            edges_before=edges_before, edges_after=st.edges_left, forest_edges=n_forest,
+            phase_seconds={"contract": t_contract - t0, "filter-edges": t_end - t_contract},
+            wall_seconds=t_end - t0, tasks=0))
+        self.events.publish("round", **self.stats.rounds[-1].to_dict())
+        st.rnd += 1
+        return mapped, labels, (nxt if nxt is not None else even_bounds(n_next, 1)), n_next, finished
+
+    def _base_case(self, st, mapped, finished):
+        """The components left fit one worker: the resident run's solver finishes, its maps end the labels."""
+        c, key = self.client, self.builder.key
+        chunks = [c.submit(ranged.chunk_of, m, key=key("base-chunk", st.rnd, i), **self.pins[i])
+                  for i, m in enumerate(mapped)]
+        prev = RoundRecord(chunks=ChunkStats(), contract=0.0, n_comp=st.n_comp, n_next=st.n_comp, n_finished=0,
+                           finished_total=finished, forest_edges=0, map_bytes=0)
+        sub = SolveState(n_comp=st.n_comp, edges_left=st.edges_left, chunks=chunks, rnd=st.rnd, prev=prev,
+                         t_solve=st.t_solve)
+        Solver(self).solve(sub, light=False)
+        n_base = st.n_comp
+        st.rnd, st.n_comp = sub.rnd, 0
+        base = c.submit(ranged.base_map, n_base, *sub.maps, key=key("base-map", st.rnd))
+        self.labels_parts = self._exchange(
+            "labels", st.rnd, self.labels_parts, [base],
+            split=functools.partial(ranged.split_live, bounds=np.array([0, n_base], np.int64)),
+            serve=ranged.serve_map, assemble=ranged.follow)
+        ids = c.submit(tasks.forest_ids, *sub.chosen, key=key("base-forest", st.rnd))
+        routes = c.submit(ranged.route_chosen, ids, self.chunk_bounds, key=key("base-route", st.rnd))
+        return [c.submit(operator.getitem, routes, j, key=key("base-routed", st.rnd, j)) for j in range(len(mapped))]
+
+    def _forest(self, mapped, base):
+        c, key = self.client, self.builder.key
+        return [c.submit(ranged.forest_of, m, *([base[j]] if base else []), key=key("forest", 0, j))
+                for j, m in enumerate(mapped)]
+
+    # -- finish and write --------------------------------------------------------------------
+
+    def finish(self, st):
+        stats = self.stats
+        stats.solve_seconds = time.perf_counter() - st.t_solve
+        self._t_finish = time.perf_counter()
+        self.events.emit(round=st.rnd, phase="finish", components=0, edges=0)
+        return self.forest_futs, self._canonical_labels(st)
+
+    def _canonical_labels(self, st):
+        """Every component numbered by its smallest vertex, range by range; ``n_components`` kept."""
+        c, key = self.client, self.builder.key
+        parts = self.labels_parts
+        n_fin = max(c.gather([c.submit(_max_finished, vl, key=key("labels-max", st.rnd, r))
+                              for r, vl in enumerate(parts)]), default=-1) + 1
+        fb = even_bounds(n_fin, self.n_ranges)
+        firsts = self._exchange("first", st.rnd, parts, [None] * (fb.shape[0] - 1),
+                                split=functools.partial(ranged.split_finished, bounds=fb),
+                                serve=ranged.serve_firsts, assemble=ranged.firsts)
+        counts = c.gather([c.submit(ranged.count_firsts, f, key=key("first-count", st.rnd, j))
+                           for j, f in enumerate(firsts)])
+        self.n_components = int(sum(counts))
+        offsets = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+        pushed = [c.submit(ranged.numbered_parts, f, int(offsets[j]), fb, key=key("numbered", st.rnd, j))
+                  for j, f in enumerate(firsts)]
+        kept = [c.submit(ranged.keep_labels, int(fb[r]), int(fb[r + 1]),
+                         *[c.submit(operator.getitem, p, r, key=key("numbered-part", st.rnd, f"{j}.{r}"))
+                           for j, p in enumerate(pushed)], key=key("numbered-kept", st.rnd, r))
+                for r in range(fb.shape[0] - 1)]
+        return self._exchange("canonical", st.rnd, firsts, kept, split=functools.partial(ranged.split_fids, bounds=fb),
+                              serve=ranged.serve_map, assemble=ranged.final_labels)
+
+    def write_forest(self, st, ids_f):
+        """The forest's ids per chunk: gathered in chunk order (ascending), or the rows written per chunk."""
+        c = self.client
+        if self.spec.output is not None:
+            return self._write_forest_parts(st, [[c.submit(tasks.chosen_rows, st.raws[i], st.offsets[i], f,
+                                                           key=self.builder.key("rows", st.rnd, i))]
+                                                 for i, f in enumerate(ids_f)])
+        parts = c.gather(ids_f)
+        edge_ids = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+        g = self.g
+        if g.in_memory and len(g.sources) == 1:
+            return ForestOut.gathered(edge_ids, rows_from_arrays(g.sources[0], edge_ids))
+        rows = c.gather([c.submit(tasks.rows, raw, off, f, key=self.builder.key("rows", st.rnd, i))
+                         for i, (raw, off, f) in enumerate(zip(st.raws, st.offsets, ids_f))])
+        if not rows:
+            z = np.zeros(0, np.int64)
+            rows = [(z, z.copy(), np.zeros(0, np.dtype(g.weight_dtype)))]
+        return ForestOut.gathered(edge_ids, tuple(np.concatenate([r[k] for r in rows]) for k in range(3)))
+
+    def write_labels(self, st, lab_f):
+        """The labels gathered in vertex order, or each range written as a part by its owner."""
+        c = self.client
+        if self.spec.labels_output is not None:
+            with writers.atomic_dir(self.spec.labels_output) as tmp:
+                c.gather([c.submit(ranged.write_labels_range, os.path.join(tmp, writers.DATASET_PART.format(j)), vl,
+                                   key=self.builder.key("write-labels", 0, j), pure=False)
+                          for j, vl in enumerate(lab_f)])
+            return None, self.n_components
+        parts = c.gather([c.submit(ranged.labels_array, vl, key=self.builder.key("labels-array", 0, j))
+                          for j, vl in enumerate(lab_f)])
+        labels = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+        return labels, self.n_components
+
+
+def _max_finished(vl):
+    return int((-vl.labels - 1).max()) if vl.labels.shape[0] else -1

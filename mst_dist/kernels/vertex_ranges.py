@@ -1,0 +1,99 @@
+"""Array functions of rounds whose per-vertex state is cut into ranges of component ids.
+
+The component id space ``[0, n)`` is cut by ``bounds`` (``R + 1`` ascending
+ints, ``bounds[0] == 0``, ``bounds[-1] == n``) into ``R`` ranges, each owned
+by one task.  A chunk never holds an ``n``-sized array: it works on the ids
+it touches, and asks the owners of their ranges for what it needs.  These
+are the pure array pieces of that (NumPy, no Dask): splitting requests by
+owner and putting the answers back in place, the cheapest edge per
+component, and hooking and pointer jumping over one range's table.
+
+The strict order is ``(key, eid)``: ``key`` is the weight's order-preserving
+``uint64`` image, ``eid`` the edge id.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["even_bounds", "owner_of", "split_by_owner", "put_back", "cheapest_by_end", "merge_cheapest",
+           "split_candidates", "EMPTY_CANDIDATES"]
+
+
+def even_bounds(n, ranges):
+    """``ranges`` (at most ``n``, at least 1) nearly equal ranges of ``[0, n)``, as ``R + 1`` bounds.
+
+    >>> even_bounds(10, 3).tolist()
+    [0, 3, 7, 10]
+    """
+    r = max(1, min(int(ranges), int(n))) if n else 1
+    return np.round(np.linspace(0, int(n), r + 1)).astype(np.int64)
+
+
+def owner_of(ids, bounds):
+    """The range (index into ``bounds``) of each id."""
+    return np.searchsorted(bounds, ids, side="right") - 1
+
+
+def split_by_owner(ids, bounds):
+    """``(order, parts)``: ``ids[order]`` grouped by owner; ``parts[r]`` the ids owned by range ``r``.
+
+    >>> order, parts = split_by_owner(np.array([5, 1, 8, 2]), np.array([0, 3, 10]))
+    >>> [p.tolist() for p in parts]
+    [[1, 2], [5, 8]]
+    """
+    ids = np.asarray(ids)
+    own = owner_of(ids, bounds)
+    order = np.argsort(own, kind="stable")
+    cuts = np.searchsorted(own[order], np.arange(bounds.shape[0]))
+    grouped = ids[order]
+    return order, [grouped[cuts[r]:cuts[r + 1]] for r in range(bounds.shape[0] - 1)]
+
+
+def put_back(order, answers, dtype=np.int64):
+    """The answers to the ids of :func:`split_by_owner`, in the ids' own order."""
+    out = np.empty(order.shape[0], dtype=dtype)
+    if order.shape[0]:
+        out[order] = np.concatenate([np.asarray(a, dtype=dtype) for a in answers])
+    return out
+
+
+#: A candidate table with no row: ``(comp, key, eid, other)``.
+EMPTY_CANDIDATES = (np.zeros(0, np.int64), np.zeros(0, np.uint64), np.zeros(0, np.int64), np.zeros(0, np.int64))
+
+
+def _first_per_comp(comp, key, eid, other):
+    if comp.shape[0] == 0:
+        return EMPTY_CANDIDATES
+    order = np.lexsort((eid, key, comp))
+    comp, key, eid, other = comp[order], key[order], eid[order], other[order]
+    first = np.ones(comp.shape[0], bool)
+    first[1:] = comp[1:] != comp[:-1]
+    return comp[first], key[first], eid[first], other[first]
+
+
+def cheapest_by_end(u, v, key, eid):
+    """The cheapest edge (strict order) leaving each component an edge touches: ``(comp, key, eid, other)``.
+
+    Rows are sorted by ``comp``; ``other`` is the edge's other end.  Self-loops
+    (``u == v``) must have been dropped.
+    """
+    u = np.asarray(u, np.int64)
+    v = np.asarray(v, np.int64)
+    return _first_per_comp(np.concatenate([u, v]), np.concatenate([key, key]), np.concatenate([eid, eid]),
+                           np.concatenate([v, u]))
+
+
+def merge_cheapest(*tables):
+    """Candidate tables combined: the cheapest row of each component (associative, commutative)."""
+    tables = [t for t in tables if t[0].shape[0]]
+    if not tables:
+        return EMPTY_CANDIDATES
+    if len(tables) == 1:
+        return tables[0]
+    return _first_per_comp(*(np.concatenate([t[j] for t in tables]) for j in range(4)))
+
+
+def split_candidates(table, bounds):
+    """A candidate table (sorted by ``comp``) cut into the ranges of ``bounds``."""
+    cuts = np.searchsorted(table[0], bounds)
+    return [tuple(col[cuts[r]:cuts[r + 1]] for col in table) for r in range(bounds.shape[0] - 1)]
