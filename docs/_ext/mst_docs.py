@@ -426,7 +426,27 @@ class ExitCodesDirective(_Generated):
         return _list_table(("raised", "exit status", "stderr", "when"), rows, (22, 8, 20, 50))
 
 
+def _source_tree_link(app, env, node, contnode):
+    """A Markdown link from a page to a file of the source tree outside ``docs/`` (``../configs/x.yaml``).
+
+    Such a file is no page of the site: the link is kept as its text when the file exists,
+    and left unresolved (a warning, an error under ``-W``) when it does not.
+    """
+    if node.get("reftype") != "myst":
+        return None
+    target = node.get("reftarget", "").split("#", 1)[0]
+    if not target or "://" in target:
+        return None
+    here = os.path.dirname(env.doc2path(node.get("refdoc", env.docname)))
+    path = os.path.normpath(os.path.join(here, target))
+    srcdir = os.path.normpath(str(app.srcdir))
+    if os.path.commonpath([path, srcdir]) != srcdir and os.path.exists(path):
+        return contnode
+    return None
+
+
 def setup(app):
+    app.connect("missing-reference", _source_tree_link)
     app.add_directive("mst-exit-codes", ExitCodesDirective)
     app.add_directive("mst-api", APIDirective)
     app.add_directive("mst-settings", SettingsDirective)
