@@ -1,0 +1,92 @@
+"""Runs for asynchronous clients: an awaitable of the result, cancelled with the awaiting task.
+
+The engine is synchronous code: it waits on futures with ``.result()``.  An
+asynchronous client (``Client(asynchronous=True)``: web services, Prefect,
+Jupyter's ``await``) cannot wait that way on its own event loop, so
+:func:`solve_async` returns an awaitable (through ``client.sync``, the
+convention of Dask's own libraries) that
+
+1. opens a synchronous client of the same scheduler, with the same security
+   (its own connection and thread, so the caller's event loop never blocks),
+2. runs the engine with it in a thread of the loop's executor, and
+3. when the awaiting task is cancelled, cancels every future of that client
+   -- they are exactly the run's, as the client is the run's alone -- asks
+   the workers to release the kernels' scratch, and closes the client, so
+   that within moments the scheduler holds none of the run's tasks; the
+   engine's thread then stops at its next wait.
+
+Other clients of the scheduler, and their runs, are left alone.  A result
+kept on the workers (``gather=False``) keeps the run's client open until it
+is released (:meth:`~mst_dist.engine.runs.kept.KeptForest.release`) or
+garbage collected.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+
+__all__ = ["solve_async"]
+
+logger = logging.getLogger("mst_dist")
+
+
+def _twin(client):
+    """A synchronous client of ``client``'s scheduler, with the same security, not the default one."""
+    from distributed import Client
+
+    address = client.scheduler.address
+    return Client(address, security=getattr(client, "security", None), set_as_default=False,
+                  name="mst-dist-run", timeout=30)
+
+
+def _solve(graph, twin, spec):
+    from mst_dist.api import solve
+
+    return solve(graph, twin, spec)
+
+
+def _abandon(twin):
+    """Cancel everything ``twin`` holds, release the workers' scratch, close it (a cancelled run)."""
+    from distributed import Future
+
+    from mst_dist.engine.scratch import release_scratch
+
+    try:
+        keys = list(twin.futures)
+        if keys:
+            twin.cancel([Future(k, twin) for k in keys], reason="mst-dist: the awaiting task was cancelled")
+        twin.run(release_scratch, None)
+    except Exception:  # a scheduler gone: nothing of the run is left there either
+        logger.debug("cancelling the run's futures failed", exc_info=True)
+    finally:
+        twin.close()
+
+
+async def _run(graph, client, spec):
+    loop = asyncio.get_running_loop()
+    twin = await loop.run_in_executor(None, _twin, client)
+    work = loop.run_in_executor(None, _solve, graph, twin, spec)
+    try:
+        result = await asyncio.shield(work)
+    except asyncio.CancelledError:
+        await loop.run_in_executor(None, _abandon, twin)
+        work.add_done_callback(_quiet)  # the engine's thread ends at its next wait; its error is expected
+        raise
+    except BaseException:
+        await loop.run_in_executor(None, twin.close)
+        raise
+    if result.kept is not None:
+        result.kept._owner = twin  # the kept parts are the twin's futures: it lives as long as they do
+    else:
+        await loop.run_in_executor(None, twin.close)
+    return result
+
+
+def _quiet(fut):
+    if not fut.cancelled() and fut.exception() is not None:
+        logger.debug("a cancelled run stopped: %r", fut.exception())
+
+
+def solve_async(graph, client, spec):
+    """An awaitable of :func:`mst_dist.api.solve`'s result on the asynchronous ``client``'s cluster."""
+    return client.sync(_run, graph, client, spec)
