@@ -87,7 +87,7 @@ from mst_dist.io.readers.textcodes import (
     E_EMPTY, E_FEW, E_HIGH, E_LINE, E_LOW, E_MANY, E_OVERFLOW, E_PLINE, E_TOKEN, E_WINT,
     M_EDGELIST, M_GR, M_MTX, NSTATS, OK, S_ECOL, S_EEND, S_ELINE, S_ELS, S_EPOS, S_FB,
     S_LINES, S_MAXID, S_NCK, S_NEXTCK, S_NF, S_RAW, S_ROWS, S_STATUS, W_AUTO, W_INT, W_NONE,
-    W_REAL,
+    W_REAL, ParseJob, ParseSpec,
 )
 from mst_dist.io.tasks import current_client, map_tasks
 
@@ -122,6 +122,11 @@ class _TextSpec:
     lim0: int
     lim1: int
     dedupe: bool
+
+    def parse_spec(self):
+        """The kernel's record of these fields (a named tuple Numba takes)."""
+        return ParseSpec(int(self.mode), int(self.ncols), int(self.wkind), int(self.base),
+                         int(self.lim0), int(self.lim1), bool(self.dedupe))
 
 
 @dataclass(frozen=True)
@@ -279,9 +284,8 @@ def _parse_piece(buf, pos0, spec, store, gran, maxid, nextck, out=None, skip=0):
     st = np.zeros(NSTATS, np.int64)
     st[S_MAXID] = maxid
     st[S_NEXTCK] = nextck
-    parse_text(buf, pos0, spec.mode, spec.ncols, spec.wkind, spec.base, spec.lim0, spec.lim1,
-                spec.dedupe, store, skip, gran, p.src, p.dst, p.wint, p.fbuf, p.foff, p.frow,
-                p.fline, p.ck, st)
+    parse_text(buf, pos0, spec.parse_spec(), ParseJob(bool(store), int(skip), int(gran)),
+               (p.src, p.dst, p.wint), (p.fbuf, p.foff, p.frow, p.fline), p.ck, st)
     p.st = st
     return p
 

@@ -3,8 +3,11 @@
 Plain integers, so that :mod:`mst_dist.io.readers.textkernel` (Numba, which
 freezes them at compile time) and :mod:`mst_dist.io.readers.text` (which
 reads the kernel's statistics and turns its status into a message) both
-import them from here, and neither imports the other's module to get them.
+import them from here, and neither imports the other's module to get them;
+and the two records the kernel takes (named tuples, which Numba compiles
+to plain fields).
 """
+from typing import NamedTuple
 
 # parse modes
 M_EDGELIST, M_GR, M_MTX = 0, 1, 2
@@ -28,3 +31,23 @@ E_WINT = 10      # fractional weight where integers are required
 (S_STATUS, S_ROWS, S_RAW, S_LINES, S_NF, S_FB, S_NCK, S_ELINE, S_EPOS, S_EEND,
  S_ECOL, S_MAXID, S_NEXTCK, S_ELS) = range(14)
 NSTATS = 14
+
+
+class ParseSpec(NamedTuple):
+    """How a text file's body is parsed: its grammar and bounds, fixed by the file's head."""
+
+    mode: int      # M_EDGELIST, M_GR or M_MTX
+    ncols: int     # fields per data line (2 or 3; .gr: 3 after the 'a')
+    wkind: int     # W_NONE, W_INT, W_REAL or W_AUTO
+    base: int      # the file's first vertex id (0 or 1)
+    lim0: int      # ids of the first field are below this (no bound when negative)
+    lim1: int      # likewise for the second field
+    dedupe: bool   # keep only the rows with first id < second id
+
+
+class ParseJob(NamedTuple):
+    """What one kernel call does with the rows it parses."""
+
+    store: bool    # write the rows (a load) or only count and check them (a scan)
+    skip: int      # with store: the kept rows to pass over before the first stored
+    gran: int      # checkpoint spacing in bytes (0: no checkpoints)

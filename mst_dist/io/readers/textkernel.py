@@ -108,18 +108,122 @@ def _is_float(buf, ts, te):
 
 
 @njit(cache=True, nogil=True)
-def parse_text(buf, pos0, mode, ncols, wkind, base, lim0, lim1, dedupe, store, skip, gran,
-               src, dst, wint, fbuf, foff, frow, fline, ck, st):
+def _gr_line(buf, i):
+    """What the ``.gr`` line whose first non-blank byte is at ``i`` is: ``(i, kind)``.
+
+    ``kind`` is ``OK`` for an arc line (``i`` moved past its ``a`` and the
+    blanks after it), ``_COMMENT`` for a ``c`` line, else the error status
+    (``E_PLINE`` for a second problem line, ``E_LINE`` for anything else).
+    """
+    n = buf.shape[0]
+    c = buf[i]
+    nxt = buf[i + 1] if i + 1 < n else np.uint8(10)
+    sep = _is_ws(nxt) or nxt == 10
+    if c == 99 and sep:
+        return i, _COMMENT
+    if c == 97 and sep:
+        i += 1
+        while i < n and _is_ws(buf[i]):
+            i += 1
+        return i, OK
+    return i, (E_PLINE if c == 112 and sep else E_LINE)
+
+
+@njit(cache=True, nogil=True)
+def _checkpoint(ck, k, at, rows, lines, gran):
+    """Write checkpoint ``k`` (byte ``at``, rows and lines before it); the next one's byte."""
+    ck[k, 0] = at
+    ck[k, 1] = rows
+    ck[k, 2] = lines
+    return (at // gran + 1) * gran
+
+
+@njit(cache=True, nogil=True)
+def _int_weight_error(buf, ts, te, ovf):
+    """The status of a weight token that is not an integer where only integers are allowed."""
+    if ovf:
+        return E_OVERFLOW
+    return E_WINT if _is_float(buf, ts, te) else E_TOKEN
+
+
+@njit(cache=True, nogil=True)
+def _store_float(buf, fts, fte, floats_out, nf, fb, row, line):
+    """Record fractional weight number ``nf`` (bytes ``buf[fts:fte]``, its output row and line).
+
+    Returns the new fill of ``fbuf``.
+    """
+    fbuf, foff, frow, fline = floats_out
+    for j in range(fts, fte):
+        fbuf[fb] = buf[j]
+        fb += 1
+    frow[nf] = row
+    fline[nf] = line
+    foff[nf + 1] = fb
+    return fb
+
+
+@njit(cache=True, nogil=True)
+def _fail(st, status, line, epos, eend, col, line_start):
+    """Record the first error (or, with ``OK``, none yet) in ``st``."""
+    st[S_STATUS] = status
+    st[S_ELINE] = line
+    st[S_EPOS] = epos
+    st[S_EEND] = eend
+    st[S_ECOL] = col
+    st[S_ELS] = line_start
+
+
+@njit(cache=True, nogil=True)
+def _counts(st, rows, raw, lines, nf, fb, nck, maxid, nextck):
+    """Record a call's counters in ``st``."""
+    st[S_ROWS] = rows
+    st[S_RAW] = raw
+    st[S_LINES] = lines
+    st[S_NF] = nf
+    st[S_FB] = fb
+    st[S_NCK] = nck
+    st[S_MAXID] = maxid
+    st[S_NEXTCK] = nextck
+
+
+# What a line's first non-blank byte makes it, besides data (``OK``) and errors.
+_COMMENT = -2
+
+
+@njit(cache=True, nogil=True)
+def parse_text(buf, pos0, spec, job, rows_out, floats_out, ck, st):
     """Parse whole lines of ``buf`` (an edge list, ``.gr`` or ``.mtx`` body).
 
-    Writes kept rows ``skip, skip + 1, ...`` to ``src, dst, wint`` (when
-    ``store``; as many as they hold, from index 0); the bytes of fractional
-    weight tokens of those rows (of every row without ``store``) to ``fbuf``
-    (offsets ``foff``, output index ``frow``, local line ``fline``); checkpoints ``(pos0 + offset, rows, lines)`` to
-    ``ck`` at the first line start past each multiple of ``gran``; counters
-    and the first error to ``st`` (see the ``S_*`` slots of
-    :mod:`~mst_dist.io.readers.textcodes`).  Stops at the first error.
+    Parameters
+    ----------
+    buf : uint8 array
+        Whole lines; its byte 0 is byte ``pos0`` of the file.
+    pos0 : int
+        Where ``buf`` starts in the file.
+    spec : ParseSpec
+        The file's grammar and bounds (see
+        :class:`~mst_dist.io.readers.textcodes.ParseSpec`).
+    job : ParseJob
+        ``store``, ``skip`` and ``gran`` (see
+        :class:`~mst_dist.io.readers.textcodes.ParseJob`).
+    rows_out : tuple of three int64 arrays
+        ``src, dst, wint``: with ``job.store``, the kept rows ``skip, skip +
+        1, ...`` are written there, as many as they hold, from index 0.
+    floats_out : tuple of four arrays
+        ``fbuf, foff, frow, fline``: the bytes of the fractional weight
+        tokens of those rows (of every row without ``store``), their offsets
+        in ``fbuf``, output rows and local lines.
+    ck : (k, 3) int64 array
+        Checkpoints ``(pos0 + offset, rows, lines)`` at the first line start
+        past each multiple of ``job.gran`` (none when ``gran`` is 0).
+    st : int64 array
+        In: the largest id and the next checkpoint so far; out: counters and
+        the first error (the ``S_*`` slots of
+        :mod:`~mst_dist.io.readers.textcodes`).  Stops at the first error.
     """
+    mode, ncols, wkind, base, lim0, lim1, dedupe = spec
+    store, skip, gran = job
+    src, dst, wint = rows_out
     n = buf.shape[0]
     i = 0
     rows = 0
@@ -131,20 +235,14 @@ def parse_text(buf, pos0, mode, ncols, wkind, base, lim0, lim1, dedupe, store, s
     maxid = st[S_MAXID]
     nextck = st[S_NEXTCK]
     status = OK
-    eline = -1
-    epos = -1
-    eend = -1
-    ecol = -1
-    els = -1
-    foff[0] = 0
+    epos = eend = -1
+    _fail(st, OK, -1, -1, -1, -1, -1)
+    floats_out[1][0] = 0
     while i < n:
         ls = i
         if gran > 0 and pos0 + i >= nextck:
-            ck[nck, 0] = pos0 + i
-            ck[nck, 1] = rows
-            ck[nck, 2] = lines
+            nextck = _checkpoint(ck, nck, pos0 + i, rows, lines, gran)
             nck += 1
-            nextck = ((pos0 + i) // gran + 1) * gran
         c = buf[i]
         while _is_ws(c):
             i += 1
@@ -155,37 +253,19 @@ def parse_text(buf, pos0, mode, ncols, wkind, base, lim0, lim1, dedupe, store, s
             i += 1
             lines += 1
             continue
-        data = True
+        kind = OK
         if mode == M_EDGELIST:
             if c == 35 or c == 37:
-                data = False
+                kind = _COMMENT
         elif mode == M_MTX:
             if c == 37:
-                data = False
+                kind = _COMMENT
         else:
-            nxt = buf[i + 1] if i + 1 < n else np.uint8(10)
-            sep = _is_ws(nxt) or nxt == 10
-            if c == 99 and sep:
-                data = False
-            elif c == 97 and sep:
-                i += 1
-                while i < n and _is_ws(buf[i]):
-                    i += 1
-            elif c == 112 and sep:
-                status = E_PLINE
-                epos = i
-                eend = i + 1
-                ecol = 0
-            else:
-                status = E_LINE
-                epos = i
-                eend = i + 1
-                ecol = 0
-        if status != OK:
-            eline = lines
-            els = ls
-            break
-        if not data:
+            i, kind = _gr_line(buf, i)
+            if kind != OK and kind != _COMMENT:
+                _fail(st, kind, lines, i, i + 1, 0, ls)
+                break
+        if kind == _COMMENT:
             while i < n and buf[i] != 10:
                 i += 1
             i += 1
@@ -207,9 +287,7 @@ def parse_text(buf, pos0, mode, ncols, wkind, base, lim0, lim1, dedupe, store, s
                 break
             c = buf[i]
             if c == 44 and mode == M_EDGELIST:
-                status = E_EMPTY
-                epos = i
-                eend = i + 1
+                status, epos, eend = E_EMPTY, i, i + 1
                 break
             # one pass: find the token's end and read it as [+-]?[0-9]+ on the way
             ts = i
@@ -246,41 +324,26 @@ def parse_text(buf, pos0, mode, ncols, wkind, base, lim0, lim1, dedupe, store, s
             if neg:
                 val = -val
             if col >= ncols:
-                status = E_MANY
-                epos = ts
-                eend = te
+                status, epos, eend = E_MANY, ts, te
                 break
             if col < 2:
                 if not ok:
-                    status = E_OVERFLOW if ovf else E_TOKEN
-                    epos = ts
-                    eend = te
+                    status, epos, eend = (E_OVERFLOW if ovf else E_TOKEN), ts, te
                     break
                 if col == 0:
-                    u = val
-                    us = ts
-                    ue = te
+                    u, us, ue = val, ts, te
                 else:
-                    v = val
-                    vs = ts
-                    ve = te
+                    v, vs, ve = val, ts, te
             elif wkind != W_NONE:
                 if ok:
                     wv = val
                 elif wkind == W_INT:
-                    status = E_OVERFLOW if ovf else (E_WINT if _is_float(buf, ts, te) else E_TOKEN)
-                    epos = ts
-                    eend = te
+                    status, epos, eend = _int_weight_error(buf, ts, te, ovf), ts, te
                     break
                 elif ovf or _is_float(buf, ts, te):
-                    isf = True
-                    fts = ts
-                    fte = te
-                    wv = 0
+                    isf, fts, fte, wv = True, ts, te, 0
                 else:
-                    status = E_TOKEN
-                    epos = ts
-                    eend = te
+                    status, epos, eend = E_TOKEN, ts, te
                     break
             col += 1
             while i < n and _is_ws(buf[i]):
@@ -290,31 +353,19 @@ def parse_text(buf, pos0, mode, ncols, wkind, base, lim0, lim1, dedupe, store, s
                 while i < n and _is_ws(buf[i]):
                     i += 1
                 if i >= n or buf[i] == 10 or buf[i] == 44:
-                    status = E_EMPTY
-                    epos = i
-                    eend = i + 1 if i < n else i
+                    status, epos, eend = E_EMPTY, i, (i + 1 if i < n else i)
                     break
         if status == OK and col < ncols:
-            status = E_FEW
-            epos = i
-            eend = i
+            status, epos, eend = E_FEW, i, i
         if status == OK:
             u -= base
             v -= base
             if u < 0 or (lim0 >= 0 and u >= lim0):
-                status = E_LOW if u < 0 else E_HIGH
-                epos = us
-                eend = ue
-                col = 0
+                status, epos, eend, col = (E_LOW if u < 0 else E_HIGH), us, ue, 0
             elif v < 0 or (lim1 >= 0 and v >= lim1):
-                status = E_LOW if v < 0 else E_HIGH
-                epos = vs
-                eend = ve
-                col = 1
+                status, epos, eend, col = (E_LOW if v < 0 else E_HIGH), vs, ve, 1
         if status != OK:
-            eline = lines
-            ecol = col
-            els = ls
+            _fail(st, status, lines, epos, eend, col, ls)
             break
         raw += 1
         if u > maxid:
@@ -332,29 +383,11 @@ def parse_text(buf, pos0, mode, ncols, wkind, base, lim0, lim1, dedupe, store, s
                     dst[k] = v
                     wint[k] = wv
             if isf and keep:
-                for j in range(fts, fte):
-                    fbuf[fb] = buf[j]
-                    fb += 1
-                frow[nf] = k
-                fline[nf] = lines
+                fb = _store_float(buf, fts, fte, floats_out, nf, fb, k, lines)
                 nf += 1
-                foff[nf] = fb
             rows += 1
         while i < n and buf[i] != 10:
             i += 1
         i += 1
         lines += 1
-    st[S_STATUS] = status
-    st[S_ROWS] = rows
-    st[S_RAW] = raw
-    st[S_LINES] = lines
-    st[S_NF] = nf
-    st[S_FB] = fb
-    st[S_NCK] = nck
-    st[S_ELINE] = eline
-    st[S_EPOS] = epos
-    st[S_EEND] = eend
-    st[S_ECOL] = ecol
-    st[S_MAXID] = maxid
-    st[S_NEXTCK] = nextck
-    st[S_ELS] = els
+    _counts(st, rows, raw, lines, nf, fb, nck, maxid, nextck)
