@@ -20,7 +20,8 @@ def _conf(name, value, default):
 def minimum_spanning_forest(graph, client=None, *, partitions=None, backend="auto",
                             local_finish=None, split_every=None, light_factor=None,
                             min_degree=None, progress=None, throughput=None, stream=None, output=None,
-                            labels_output=None, checkpoint=None, resume=True) -> MSFResult:
+                            labels_output=None, checkpoint=None, resume=True, gather=True,
+                            storage_options=None, vertex_partition=None) -> MSFResult:
     """Minimum spanning forest by distributed Borůvka.
 
     The forest is the unique one under the strict order ``(weight, edge id)``
@@ -36,14 +37,21 @@ def minimum_spanning_forest(graph, client=None, *, partitions=None, backend="aut
         pandas DataFrame of edges is converted first (see
         :func:`mst_dist.graph.as_graph`; a networkx graph's node labels are
         kept in the result's ``nodes``).
-    client : distributed.Client, optional
-        The cluster to run on, local or remote; left as it was.  Without one,
-        an in-process ``LocalCluster`` (threads, no dashboard) started by the
-        first such call and reused by the later ones until the process exits
+    client : distributed.Client or "embedded", optional
+        The cluster to run on, local or remote; left as it was.  ``None``
+        (default): the current client where there is one -- inside a task,
+        the cluster the task runs on (through ``distributed.worker_client``:
+        the task secedes while the run's tasks execute); else the default
+        client (the last ``Client`` made) -- as ``dask.compute`` does.
+        Without one, or with ``"embedded"``, an in-process ``LocalCluster``
+        (threads, no dashboard) started by the first such call and reused
+        by the later ones until the process exits
         (``mst.embedded.reuse: false``: one per call, shut down after it;
         ``mst.embedded.dashboard: true``: with the dashboard).  Kernels that
         Numba's cache lacks (the first run after install) are compiled first,
-        as a ``compile`` progress event.
+        as a ``compile`` progress event.  An asynchronous client
+        (``Client(asynchronous=True)``): the call returns an awaitable of the
+        result; cancelling the awaiting task cancels the run.
     partitions : int, optional
         Number of edge chunks (default: one per worker thread, at least one per
         16M edges).
@@ -111,6 +119,30 @@ def minimum_spanning_forest(graph, client=None, *, partitions=None, backend="aut
         state of another graph or other options is then a
         :class:`~mst_dist.engine.checkpoint.CheckpointMismatchError` (a
         ``ValueError``).  ``False``: discard it and start over.
+    vertex_partition : {"auto", "always", "never"}, optional
+        Where the per-vertex state (component ids, round maps, labels)
+        lives.  ``"always"``: cut into ranges of component ids, each owned
+        by a task on some worker, so no task holds an array over all
+        vertices and adding workers raises the vertex ceiling (chunks ask
+        the owners of the ids they touch; once the components left fit one
+        worker, the centralised rounds finish).  ``"never"``: whole on one
+        worker.  ``"auto"`` (default, or the ``mst.vertex-partition``
+        setting): cut when it would not fit comfortably on one worker.
+        Partitioned runs keep their chunks resident and take no
+        ``checkpoint``.  The same edge ids either way.
+
+    gather : bool
+        ``True`` (default): the forest's rows and the labels come back to
+        the client.  ``False``: they stay on the workers, one part per edge
+        chunk; :meth:`MSFResult.to_dask_dataframe` gives them as Dask
+        collections, :meth:`MSFResult.gather` brings them here, and reading
+        ``edge_ids``, ``src``, ``dst``, ``weight`` or ``labels`` gathers them
+        (logged).  Counts, the total weight and the stats are always here.
+    storage_options : dict, optional
+        Options of the file system of ``output``, ``labels_output`` and
+        ``checkpoint`` when they are URLs (``s3://bucket/forest``,
+        ``gs://...``, ``abfs://...``), as ``dask.dataframe`` takes them
+        (credentials, endpoint: see the fsspec implementation's options).
 
     Returns
     -------
@@ -143,7 +175,8 @@ def minimum_spanning_forest(graph, client=None, *, partitions=None, backend="aut
     spec = RunSpec.build(partitions=partitions, backend=backend, stream=stream, local_finish=local_finish,
                          split_every=split_every, light_factor=light_factor, min_degree=min_degree,
                          throughput=throughput, output=output, labels_output=labels_output,
-                         checkpoint=checkpoint, resume=resume, progress=progress)
+                         checkpoint=checkpoint, resume=resume, progress=progress, gather=gather,
+                         storage_options=storage_options, vertex_partition=vertex_partition)
     return solve(graph, client, spec)
 
 
@@ -152,15 +185,32 @@ def solve(graph, client, spec) -> MSFResult:
 
     The one path of every front door: :func:`minimum_spanning_forest` builds
     the :class:`~mst_dist.engine.spec.RunSpec` from its keywords, the command
-    line from a run config.  ``client=None``: the embedded cluster.
+    line from a run config.  ``client`` follows the one rule of
+    :mod:`mst_dist.deploy.current`: ``None`` is the current client (inside a
+    task, the worker's, the task seceded), else the embedded cluster;
+    ``"embedded"`` forces the embedded one.  With an asynchronous client the
+    return value is an awaitable of the result (:mod:`mst_dist.deploy.aio`).
     """
     from mst_dist.io.writers import check_writable
 
+    from mst_dist.deploy.current import choose, using
+
     for what in ("output", "labels_output"):
         if getattr(spec, what) is not None:  # before any work, not after it
-            check_writable(getattr(spec, what), what)
-    if client is not None:
-        return _run_resilient(graph, client, spec)
+            check_writable(getattr(spec, what), what, getattr(spec, "storage_options", None))
+    choice = choose(client)
+    if choice.asynchronous:  # the caller awaits the result (mst_dist.deploy.aio)
+        from mst_dist.deploy.aio import solve_async
+
+        return solve_async(graph, choice.client, spec)
+    if choice.kind != "embedded":
+        with using(choice) as c:  # inside a task: the worker's client, the task seceded
+            return _run_resilient(graph, c, spec)
+    return _solve_embedded(graph, spec)
+
+
+def _solve_embedded(graph, spec) -> MSFResult:
+    """``solve`` on the embedded in-process cluster (shared, or one for this call)."""
     from mst_dist.deploy.local import embedded, local_gpu, shared_client
 
     gpu = local_gpu(spec.backend)
@@ -175,8 +225,9 @@ def solve(graph, client, spec) -> MSFResult:
             return _run_resilient(graph, shared, spec)
     dashboard = _conf("cluster.dashboard-address", None, None) if _conf("embedded.dashboard", None, False) \
         else None
-    with embedded(gpu=gpu, dashboard_address=dashboard, silence_logs=logging.ERROR) as c:
-        return _run_resilient(graph, c, spec)
+    with embedded(gpu=gpu, dashboard_address=dashboard, silence_logs=logging.ERROR, set_as_default=False) as c:
+        with c.as_current():
+            return _run_resilient(graph, c, spec)
 
 
 def _run_resilient(graph, client, spec, retries=None):
@@ -294,6 +345,9 @@ def maximum_spanning_forest(graph, client=None, **options) -> MSFResult:
     if options.get("output") is not None:
         raise ValueError("maximum_spanning_forest: output= would have the workers write the negated "
                          "weights; write the result with mst_dist.write_forest(result, path) instead")
+    if options.get("gather") is False:
+        raise ValueError("maximum_spanning_forest: gather=False would keep the negated weights on the "
+                         "workers; use minimum_spanning_forest on weights negated by the caller instead")
     graph = as_graph(graph)
     return _unnegated(minimum_spanning_forest(_negated(graph), client, **options), graph)
 

@@ -199,7 +199,9 @@ def run(cfg, out_dir, *, client=None, log=None):
     out_dir : path
         Created if needed.
     client : distributed.Client, optional
-        The cluster to measure (default: the embedded default cluster, started here).
+        The cluster to measure (default: the current client, inside a task
+        the worker's; else an embedded cluster started here; ``"embedded"``:
+        that one even where a current client exists).
     log : callable, optional
         Progress lines (default: none).
 
@@ -217,10 +219,11 @@ def run(cfg, out_dir, *, client=None, log=None):
     log = log or (lambda msg: None)
     os.makedirs(out_dir, exist_ok=True)
     with contextlib.ExitStack() as stack:
-        if client is None:
-            from mst_dist.deploy.local import embedded
+        from mst_dist.deploy.current import choose, using
+        from mst_dist.deploy.local import embedded
 
-            client = stack.enter_context(embedded())
+        # the package's one client rule; without a current client, an embedded cluster of its own
+        client = stack.enter_context(using(choose(client), embedded=embedded))
         report = {"created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "machine": machine_info(),
                   "versions": versions(), "cluster": _cluster_info(client), "config": cfg, "graphs": []}
         for g in cfg["graphs"]:

@@ -1,6 +1,7 @@
 """The result of a run and its per-round statistics (one source of truth)."""
 from __future__ import annotations
 
+import logging
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -85,6 +86,7 @@ class RunStats:
     backend: str = "cpu"            # the kernels that ran: "cpu", "gpu" or "mixed"
     placement: dict = field(default_factory=dict)  # mixed clusters: worker -> kind, throughput, chunks, edges
     streamed: bool = False          # edges streamed from their source in passes (never all resident)
+    vertex_partition: dict | None = None  # per-vertex state cut into ranges: {ranges, base_components}
     passes: list = field(default_factory=list)     # streaming: one PassStats per pass
     resumed_from: int | None = None  # resumed from a checkpoint: rounds done before (None: not resumed)
 
@@ -173,6 +175,12 @@ class MSFResult:
         The input graph's vertex labels (its ``meta["nodes"]``, kept by a
         networkx conversion whose nodes are not ``0 .. n-1``): vertex ``i``
         is ``nodes[i]``.  :meth:`to_networkx` names the vertices by them.
+    kept : KeptForest or None
+        For a run given ``gather=False``: the forest's parts and the labels
+        held on the workers (:class:`~mst_dist.engine.runs.kept.KeptForest`).
+        :meth:`to_dask_dataframe` gives them as Dask collections,
+        :meth:`gather` brings them here; reading ``edge_ids``, ``src``,
+        ``dst``, ``weight`` or ``labels`` gathers them first (logged).
     """
 
     edge_ids: np.ndarray
@@ -189,10 +197,85 @@ class MSFResult:
     labels_output: str | None = None
     forest_edges: int | None = None
     nodes: list | None = None
+    kept: object = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self):
+        if self.kept is not None:  # read on first use (__getattr__): gathered from the workers
+            for name in _KEPT_FIELDS:
+                if name == "labels" and self.kept.labels is None:
+                    continue  # written to labels_output: None, as for any such run
+                self.__dict__.pop(name, None)
+
+    def __getattr__(self, name):
+        # only called for a missing attribute: a field of a kept result not gathered yet
+        kept = self.__dict__.get("kept")
+        if name not in _KEPT_FIELDS or kept is None:
+            raise AttributeError(f"{type(self).__name__!s} has no attribute {name!r}")
+        logging.getLogger("mst_dist").info(
+            "MSFResult.%s: gathering the %s kept on the workers (gather=False) to the client", name,
+            "labels" if name == "labels" else f"forest ({self.forest_edges:,} edges)")
+        self._gather_fields(labels=name == "labels")
+        return self.__dict__[name]
+
+    def _gather_fields(self, labels):
+        kept = self.__dict__["kept"]
+        if labels:
+            self.__dict__["labels"] = kept.gather_labels()
+        else:
+            self.__dict__.update(zip(("edge_ids", "src", "dst", "weight"), kept.gather_forest()))
+
+    def gather(self) -> "MSFResult":
+        """This result with the forest and labels here: a kept result's gathered, ``self`` otherwise.
+
+        For a run given ``gather=False`` the rows are brought from the
+        workers (as with ``gather=True``, but ``src`` and ``dst`` as int64)
+        and the futures released; a result of another run is returned as is.
+        """
+        kept = self.__dict__.get("kept")
+        if kept is None:
+            return self
+        for name in _KEPT_FIELDS:
+            if name not in self.__dict__:
+                self._gather_fields(labels=name == "labels")
+        self.kept = None
+        kept.release()
+        return self
+
+    def to_dask_dataframe(self, which="forest"):
+        """The forest's edges (``which="forest"``) or the labels (``"labels"``) as a ``dask.dataframe.DataFrame``.
+
+        The forest has columns ``edge_id, src, dst, weight``, rows in edge id
+        order; the labels ``vertex, component`` (indexed by vertex).  For a
+        run given ``gather=False`` the partitions are the parts kept on the
+        workers (one per edge chunk; nothing moves until computed, on the
+        run's cluster); otherwise the arrays here, in partitions of up to
+        a million rows.
+        """
+        if which not in ("forest", "labels"):
+            raise ValueError(f"to_dask_dataframe: which must be 'forest' or 'labels', got {which!r}")
+        kept = self.__dict__.get("kept")
+        if kept is not None and (which == "forest" or "labels" not in self.__dict__):
+            return kept.forest_frame() if which == "forest" else kept.labels_frame()
+        import dask.dataframe as dd
+        import pandas as pd
+
+        if which == "forest":
+            if self.edge_ids is None:
+                raise ValueError(f"the forest was written to {self.output!r}, not kept: read it with "
+                                 f"dask.dataframe.read_parquet({self.output!r})")
+            df = pd.DataFrame({"edge_id": np.asarray(self.edge_ids, np.int64), "src": np.asarray(self.src),
+                               "dst": np.asarray(self.dst), "weight": np.asarray(self.weight)})
+        else:
+            if self.labels is None:
+                raise ValueError(f"the labels were written to {self.labels_output!r}, not kept: read them with "
+                                 f"dask.dataframe.read_parquet({self.labels_output!r})")
+            df = pd.DataFrame({"vertex": np.arange(self.n_vertices, dtype=np.int64),
+                               "component": np.asarray(self.labels, np.int64)})
+        return dd.from_pandas(df, chunksize=1 << 20, sort=False)
 
     @property
     def n_forest_edges(self):
-        if self.edge_ids is None:
+        if self.__dict__.get("kept") is not None or self.edge_ids is None:
             return int(self.forest_edges)
         return int(self.edge_ids.shape[0])
 
@@ -247,6 +330,10 @@ class MSFResult:
         from mst_dist.clustering import levels
 
         return levels(self, levels_output=levels_output)
+
+
+#: The fields of a result kept on the workers (``gather=False``) that are gathered on first use.
+_KEPT_FIELDS = ("edge_ids", "src", "dst", "weight", "labels")
 
 
 def exact_total(weight):

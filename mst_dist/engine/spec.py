@@ -24,7 +24,10 @@ from typing import Any, Callable, Mapping
 from mst_dist import config
 from mst_dist.config import BACKENDS, STREAM_MODES, ConfigError
 
-__all__ = ["RunSpec"]
+__all__ = ["RunSpec", "VERTEX_PARTITION_MODES"]
+
+#: Whether a run's per-vertex state is cut into ranges over the workers (``vertex_partition=``).
+VERTEX_PARTITION_MODES = ("auto", "always", "never")
 
 
 def _fail(name, message):
@@ -71,10 +74,22 @@ class RunSpec:
         Directories the workers write the forest / the labels to.
     checkpoint : str or None
         Directory of the run's checkpoints; ``resume``: go on from what it holds.
+    vertex_partition : {"auto", "always", "never"}
+        Whether the per-vertex state is cut into ranges spread over the workers.
+    vertex_ranges : int or None
+        Ranges of component ids of a partitioned run (``None``: chosen by the run).
+    vertex_base : "auto" or int
+        A partitioned run finishes with the centralised rounds at most this many components.
     progress : callable or None
         Called with each progress event (not part of the run's identity).
     publish : bool
         Send run, phase and round records to the scheduler's event topic.
+    gather : bool
+        Bring the forest and the labels to the client (``False``: keep them
+        on the workers, see :class:`~mst_dist.engine.runs.kept.KeptForest`).
+    storage_options : mapping or None
+        Options of the file system of ``output``, ``labels_output`` and
+        ``checkpoint`` when they are fsspec URLs (not part of the identity).
     """
 
     partitions: int | None = None
@@ -89,8 +104,13 @@ class RunSpec:
     labels_output: str | None = None
     checkpoint: str | None = None
     resume: bool = True
+    vertex_partition: str = "auto"
+    vertex_ranges: int | None = None
+    vertex_base: int | str = "auto"
     progress: Callable[[dict], Any] | None = field(default=None, compare=False, repr=False)
     publish: bool = True
+    gather: bool = True
+    storage_options: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self):
         if self.backend not in BACKENDS:
@@ -110,6 +130,15 @@ class RunSpec:
             value = getattr(self, name)
             if not (_is_real(value) and value >= 0):
                 _fail(name, f"must be a number >= 0, got {value!r}")
+        if self.vertex_partition not in VERTEX_PARTITION_MODES:
+            _fail("vertex_partition", f"unknown mode {self.vertex_partition!r}; choose one of "
+                                      f"{', '.join(VERTEX_PARTITION_MODES)}")
+        vr = self.vertex_ranges
+        if vr is not None and not (_is_int(vr) and vr >= 1):
+            _fail("vertex_ranges", f"must be a positive integer or None for automatic, got {vr!r}")
+        vb = self.vertex_base
+        if vb != "auto" and not (_is_int(vb) and vb >= 0):
+            _fail("vertex_base", f"must be 'auto' or a number of components >= 0, got {vb!r}")
         if self.throughput is not None:
             tp = self.throughput
             if not isinstance(tp, Mapping) or not tp or not all(
@@ -124,11 +153,21 @@ class RunSpec:
                 object.__setattr__(self, name, _path(name, value))
         if not isinstance(self.resume, bool):
             object.__setattr__(self, "resume", bool(self.resume))
+        if not isinstance(self.gather, bool):
+            _fail("gather", f"must be True (the forest comes to the client) or False (it stays on the "
+                            f"workers), got {self.gather!r}")
+        if self.storage_options is not None and not isinstance(self.storage_options, Mapping):
+            _fail("storage_options", f"must be a dict of the file system's options (as dask.dataframe takes "
+                                     f"them), got {type(self.storage_options).__name__}")
+        if not self.gather and self.output is not None:
+            _fail("gather", "gather=False keeps the forest on the workers and output= has them write it: "
+                            "give one of them")
 
     @classmethod
     def build(cls, *, partitions=None, backend="auto", stream=None, local_finish=None, split_every=None,
               light_factor=None, min_degree=None, throughput=None, output=None, labels_output=None,
-              checkpoint=None, resume=True, progress=None, publish=True) -> "RunSpec":
+              checkpoint=None, resume=True, progress=None, publish=True, gather=True,
+              storage_options=None, vertex_partition=None, vertex_ranges=None, vertex_base=None) -> "RunSpec":
         """A spec from keywords, ``None`` meaning the setting's value (``dask.config``, then the defaults).
 
         Raises :class:`~mst_dist.config.ConfigError` (a ``ValueError``)
@@ -149,7 +188,12 @@ class RunSpec:
                    throughput=throughput, output=_path("output", output),
                    labels_output=_path("labels_output", labels_output),
                    checkpoint=_path("checkpoint", checkpoint), resume=bool(resume), progress=progress,
-                   publish=publish)
+                   publish=publish, gather=gather,
+                   vertex_partition=config.get("vertex-partition", vertex_partition, "auto"),
+                   vertex_ranges=config.get("vertex-ranges", vertex_ranges, None),
+                   vertex_base=config.get("vertex-base", vertex_base, "auto"),
+                   storage_options=None if storage_options is None else dict(storage_options)
+                   if isinstance(storage_options, Mapping) else storage_options)
 
     def replace(self, **changes) -> "RunSpec":
         """A copy with ``changes`` (validated again)."""

@@ -23,7 +23,7 @@ from mst_dist.errors import ClusterStalledError  # defined with the package's ot
 
 logger = logging.getLogger("mst_dist")
 
-__all__ = ["ClusterStalledError", "Watchdog", "stalled_from_killed", "ADVICE"]
+__all__ = ["ClusterStalledError", "Watchdog", "cancel_run", "stalled_from_killed", "ADVICE"]
 
 #: What to change when a run runs out of workers or memory (every message ends with it).
 ADVICE = ("give each worker more memory (--memory-limit, cluster.memory_limit, or the workers' own "
@@ -171,9 +171,17 @@ class Watchdog:
 
     def _cancel(self):
         """Cancel every future of the run this client holds: the driver's waits return."""
-        from distributed import Future
+        cancel_run(self.client, self.token, "mst-dist: the cluster stalled", str(self.error))
 
-        keys = [k for k in list(self.client.futures) if self.token in str(k)]
-        if keys:
-            self.client.cancel([Future(k, self.client) for k in keys], reason="mst-dist: the cluster stalled",
-                               msg=str(self.error))
+
+def cancel_run(client, token, reason, msg=None):
+    """Cancel every future ``client`` holds of the run ``token``: the scheduler forgets their tasks.
+
+    Also how a failed or interrupted run leaves none of its tasks behind
+    (an exception's traceback may hold the run's futures long after).
+    """
+    from distributed import Future
+
+    keys = [k for k in list(client.futures) if token in str(k)]
+    if keys:
+        client.cancel([Future(k, client) for k in keys], reason=reason, msg=msg)

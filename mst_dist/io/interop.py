@@ -22,7 +22,7 @@ import numpy as np
 from mst_dist.environment import optional_import
 from mst_dist.result import EXPORTERS
 from mst_dist.graph import CONVERTERS, FunctionSource, Graph, InvalidGraphError, check_edges
-from mst_dist.io.tasks import current_client
+from mst_dist.io.tasks import current_client, seceded
 
 __all__ = ["from_networkx", "from_scipy", "from_pandas", "from_dask_dataframe",
            "to_networkx", "to_scipy", "to_pandas"]
@@ -361,7 +361,8 @@ def from_dask_dataframe(ddf, src="src", dst="dst", weight=_DEFAULT, *, n_vertice
              for i, p in enumerate(parts)]
     client = current_client(client)
     if client is not None:
-        results = client.gather(client.compute(stats))
+        with seceded(client) as c:  # inside a task: the task leaves the thread pool while these run
+            results = c.gather(c.compute(stats))
     else:
         results = list(dask.compute(*stats))
     maxid = max([r[1] for r in results] + [-1])

@@ -21,7 +21,6 @@ import numpy as np
 
 from mst_dist.api import minimum_spanning_forest
 from mst_dist.graph import Graph
-from mst_dist.io.tasks import current_client
 
 __all__ = [
     "minimum_spanning_edges", "maximum_spanning_edges", "minimum_spanning_tree",
@@ -43,7 +42,7 @@ ALGORITHMS = ("boruvka", "borůvka", "kruskal", "prim")
 def _run(G, src, dst, keys, client):
     g = Graph.from_arrays(src, dst, keys, n_vertices=len(G.nodes),
                           name=f"networkx({G.graph.__class__.__name__})")
-    return minimum_spanning_forest(g, current_client(client))
+    return minimum_spanning_forest(g, client)  # the package's one client rule
 
 
 def _forest(G, weight, minimum, ignore_nan, client, partition=None):

@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
+
+import numpy as np
 
 from mst_dist.engine import accounting, tasks
 from mst_dist.engine.placement import place, placement_stats
@@ -27,11 +29,28 @@ from mst_dist.engine.plan import plan_run
 from mst_dist.engine.rounds import RoundBuilder
 from mst_dist.engine.runs import outputs
 from mst_dist.engine.runs.events import RunEvents
+from mst_dist.engine.runs.kept import keep
 from mst_dist.engine.runs.state import RunState
 from mst_dist.engine.scratch import release_scratch
 from mst_dist.result import MSFResult, RunStats, exact_total
 
 logger = logging.getLogger("mst_dist")
+
+
+class ForestOut(NamedTuple):
+    """The forest as the write step leaves it: rows on the client, or only counts when written by the workers."""
+
+    n_edges: int
+    total: object                   #: exact total weight
+    edge_ids: np.ndarray | None = None
+    src: np.ndarray | None = None
+    dst: np.ndarray | None = None
+    weight: np.ndarray | None = None
+
+    @classmethod
+    def gathered(cls, edge_ids, rows):
+        src, dst, w = rows
+        return cls(int(edge_ids.shape[0]), exact_total(w), edge_ids, src, dst, w)
 
 
 class Run:
@@ -105,20 +124,16 @@ class Run:
     def write(self, st: RunState, ids_f, lab_f) -> MSFResult:
         """The forest and the labels: gathered, or written by the workers where the spec says."""
         spec, stats = self.spec, self.stats
-        if spec.output is not None:  # the workers write the rows; the client gets counts
-            edge_ids = src = dst = w = None
-            parts = [self.forest_parts(st, i, ids_f) for i in range(len(self.ranges))]
-            n_forest, total = outputs.write_forest(self.client, self.builder, spec.output, parts, rnd=st.rnd)
+        kept = None
+        if spec.output is None and not spec.gather:  # the rows (and labels) stay on the workers
+            kept, forest, kept_components = self.keep(st, ids_f, lab_f)
         else:
-            edge_ids = ids_f.result()
-            src, dst, w = self.forest_rows(st, ids_f, edge_ids)
-            n_forest, total = int(edge_ids.shape[0]), exact_total(w)
-        if spec.labels_output is not None:
-            labels = None
-            n_components = outputs.write_labels(self.client, self.builder, spec.labels_output, lab_f,
-                                                self.g.n_vertices)
+            forest = self.write_forest(st, ids_f)
+        n_forest = forest.n_edges
+        if kept is not None and spec.labels_output is None:
+            labels, n_components = None, kept_components
         else:
-            labels, n_components = lab_f.result()
+            labels, n_components = self.write_labels(st, lab_f)
         stats.finish_seconds = time.perf_counter() - self._t_finish
         stats.total_seconds = time.perf_counter() - self.t_start
         self._clean_up()
@@ -128,10 +143,42 @@ class Run:
                             forest_edges=n_forest, n_components=int(n_components),
                             bytes_moved=stats.bytes_moved,
                             rounds=[r.to_dict() for r in stats.rounds])  # final: exact bytes moved
-        return MSFResult(edge_ids=edge_ids, src=src, dst=dst, weight=w,
-                         total_weight=total, n_components=int(n_components), labels=labels,
+        return MSFResult(edge_ids=forest.edge_ids, src=forest.src, dst=forest.dst, weight=forest.weight,
+                         total_weight=forest.total, n_components=int(n_components), labels=labels,
                          n_vertices=self.g.n_vertices, n_edges=self.g.n_edges, stats=stats,
-                         output=spec.output, labels_output=spec.labels_output, forest_edges=n_forest)
+                         output=spec.output, labels_output=spec.labels_output, forest_edges=n_forest,
+                         kept=kept)
+
+    def write_forest(self, st, ids_f) -> "ForestOut":
+        """The forest gathered to the client, or (``output=``) written by the workers, one part per chunk."""
+        if self.spec.output is not None:
+            return self._write_forest_parts(st, [self.forest_parts(st, i, ids_f) for i in range(len(self.ranges))])
+        edge_ids = ids_f.result()
+        return ForestOut.gathered(edge_ids, self.forest_rows(st, ids_f, edge_ids))
+
+    def _write_forest_parts(self, st, parts) -> "ForestOut":
+        n_forest, total = outputs.write_forest(self.client, self.builder, self.spec.output, parts, rnd=st.rnd)
+        return ForestOut(n_edges=n_forest, total=total)
+
+    def keep(self, st, ids_f, lab_f):
+        """``gather=False``: the forest's parts (and labels) kept on the workers.
+
+        ``(KeptForest, ForestOut of counts, components or None)``; see
+        :mod:`mst_dist.engine.runs.kept`.
+        """
+        parts = [self.forest_parts(st, i, ids_f) for i in range(len(self.ranges))]
+        kept, n_forest, total, components = keep(
+            self.client, self.builder, st.rnd, parts, ids_f, lab_f, id_dtype=np.int64,
+            weight_dtype=np.dtype(self.g.weight_dtype), n_vertices=self.g.n_vertices,
+            labels=self.spec.labels_output is None)
+        return kept, ForestOut(n_edges=n_forest, total=total), components
+
+    def write_labels(self, st, lab_f):
+        """``(labels, components)`` gathered, or with ``labels_output=`` ``(None, components)``."""
+        if self.spec.labels_output is not None:
+            return None, outputs.write_labels(self.client, self.builder, self.spec.labels_output, lab_f,
+                                              self.g.n_vertices)
+        return lab_f.result()
 
     # -- what a kind fills in for finish and write ---------------------------------------
 

@@ -15,7 +15,7 @@ from mst_dist.io import writers
 LABELS_PART_VERTICES = 1 << 24
 
 
-def write_forest(client, builder, path, parts, rnd=0):
+def write_forest(client, builder, path, parts, rnd=0, storage_options=None):
     """One part file per chunk, from the futures of its forest rows (``parts[i]``, a list).
 
     Rows are sorted by edge id; the parts are in edge id order.  Returns
@@ -29,7 +29,7 @@ def write_forest(client, builder, path, parts, rnd=0):
     return sum(n for n, _ in done), sum(t for _, t in done) if done else 0
 
 
-def write_labels(client, builder, path, lab_f, n):
+def write_labels(client, builder, path, lab_f, n, storage_options=None):
     """The component labels (future of ``(labels, components)``) as parts of vertex ranges.
 
     Returns the number of components.
