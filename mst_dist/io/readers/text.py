@@ -144,6 +144,70 @@ class _TextFile:
     n: object = None          # declared number of vertices
 
 
+@dataclass(frozen=True)
+class TextOptions:
+    """A text format's options, from the caller's keywords, checked once when built.
+
+    Parameters
+    ----------
+    fmt : {"edgelist", "gr", "mtx"}
+        The format.
+    header : {"auto", True, False}
+        Edge lists: whether the first data-like line is a header.
+    weights : {"auto", "int", "float"}
+        The weight dtype: from the file (``"auto"``) or forced.
+    dedupe_directions : bool, optional
+        ``.gr`` and ``.mtx``: keep only the rows with ``u < v``; edge lists
+        refuse it.
+    blocksize : int, optional
+        Bytes per scan task (default: chosen from the files and the cluster).
+    n_vertices : int, optional
+        The caller's vertex count: a bound on the ids.
+
+    Raises
+    ------
+    ValueError
+        An option outside its choices, a ``blocksize`` below 1, or
+        ``dedupe_directions`` for an edge list.
+    """
+
+    fmt: str
+    header: object = "auto"
+    weights: str = "auto"
+    dedupe_directions: object = None
+    blocksize: object = None
+    n_vertices: object = None
+
+    def __post_init__(self):
+        if self.weights not in ("auto", "int", "float"):
+            raise ValueError(f"weights must be 'auto', 'int' or 'float', got {self.weights!r}")
+        if self.fmt == "edgelist" and self.dedupe_directions is not None:
+            raise ValueError("dedupe_directions applies to gr, mtx and egr files, not edge lists")
+        if self.blocksize is not None:
+            object.__setattr__(self, "blocksize", int(self.blocksize))
+            if self.blocksize < 1:
+                raise ValueError(f"blocksize must be positive, got {self.blocksize}")
+        if self.header not in ("auto", True, False):
+            raise ValueError(f"header must be 'auto', True or False, got {self.header!r}")
+
+    @classmethod
+    def from_keywords(cls, fmt, n_vertices, opts):
+        """The options of ``fmt`` from a reader's ``n_vertices`` and format keywords ``opts``."""
+        return cls(fmt, header=opts.get("header", "auto"), weights=opts.get("weights", "auto"),
+                   dedupe_directions=opts.get("dedupe_directions"),
+                   blocksize=opts.get("blocksize"), n_vertices=n_vertices)
+
+    @property
+    def dedupe(self):
+        """Whether to keep only ``u < v`` rows."""
+        return bool(self.dedupe_directions)
+
+    @property
+    def weight_kind(self):
+        """The kernel's weight kind for a file with a weight column (``W_*``)."""
+        return {"auto": W_AUTO, "float": W_REAL, "int": W_INT}[self.weights]
+
+
 _BZ2_LEVELS = {bytes([c]) for c in b"123456789"}
 
 
@@ -550,7 +614,7 @@ def find_id_at_least(source, limit, step=1 << 22):
     path = params["path"]
     size = os.path.getsize(path)
     sniff = _sniff_gr if spec.mode == M_GR else _sniff_mtx
-    tf = sniff(path, params["compression"], size, "auto", None, None)
+    tf = sniff(path, params["compression"], size, TextOptions(spec.fmt))
     what = "the problem line" if spec.mode == M_GR else "the size line"
     return tf.declared_line, f"{what} declares {max(spec.lim0, spec.lim1)} vertices"
 
@@ -608,9 +672,9 @@ def _decode_head(path, line, lineno):
                                path=path, line=lineno) from None
 
 
-def _sniff_edgelist(path, compression, size, header, weights, dedupe, n_vertices):
-    if header not in ("auto", True, False):
-        raise ValueError(f"header must be 'auto', True or False, got {header!r}")
+def _sniff_edgelist(path, compression, size, opts):
+    """An edge list's head: where its body starts and its number of fields."""
+    header = opts.header
     data_start = None
     lines_before = 0
     ncols = None
@@ -640,8 +704,8 @@ def _sniff_edgelist(path, compression, size, header, weights, dedupe, n_vertices
         data_start, lines_before, ncols = 0, 0, 2
         data_start = _file_end(path, compression, size)
         lines_before = lineno
-    wk = W_NONE if ncols == 2 else {"auto": W_AUTO, "float": W_REAL, "int": W_INT}[weights]
-    lim = -1 if n_vertices is None else int(n_vertices)
+    wk = W_NONE if ncols == 2 else opts.weight_kind
+    lim = -1 if opts.n_vertices is None else int(opts.n_vertices)
     spec = _TextSpec("edgelist", M_EDGELIST, ncols, wk, 0, lim, lim, False)
     return _TextFile(path, compression, size, data_start, lines_before, spec)
 
@@ -658,7 +722,9 @@ def _file_end(path, compression, size):
             n += len(got)
 
 
-def _sniff_gr(path, compression, size, weights, dedupe, n_vertices):
+def _sniff_gr(path, compression, size, opts):
+    """A ``.gr`` file's head: its problem line."""
+    n_vertices = opts.n_vertices
     lineno = 0
     for off, raw, nl in _head_lines(path, compression):
         lineno += 1
@@ -685,8 +751,7 @@ def _sniff_gr(path, compression, size, weights, dedupe, n_vertices):
             data_start = off + len(raw) + (1 if nl else 0)
             if n_vertices is not None and n_vertices < n:
                 raise ValueError(f"n_vertices={n_vertices} is smaller than N={n} declared by {path}")
-            wk = {"auto": W_AUTO, "float": W_REAL, "int": W_INT}[weights]
-            spec = _TextSpec("gr", M_GR, 3, wk, 1, n, n, bool(dedupe))
+            spec = _TextSpec("gr", M_GR, 3, opts.weight_kind, 1, n, n, opts.dedupe)
             return _TextFile(path, compression, size, data_start, lineno, spec, declared=m,
                              declared_line=lineno, n=n)
         if t == b"a":
@@ -701,7 +766,9 @@ def _sniff_gr(path, compression, size, weights, dedupe, n_vertices):
 _MTX_FIELDS = {"integer": W_INT, "real": W_REAL, "pattern": W_NONE}
 
 
-def _sniff_mtx(path, compression, size, weights, dedupe, n_vertices):
+def _sniff_mtx(path, compression, size, opts):
+    """A Matrix Market file's head: its banner and size line."""
+    n_vertices = opts.n_vertices
     lineno = 0
     field = symmetry = None
     for off, raw, nl in _head_lines(path, compression):
@@ -746,9 +813,9 @@ def _sniff_mtx(path, compression, size, weights, dedupe, n_vertices):
         if n_vertices is not None and n_vertices < n:
             raise ValueError(f"n_vertices={n_vertices} is smaller than max(M, N)={n} declared by {path}")
         wk = _MTX_FIELDS[field]
-        if weights != "auto" and wk != W_NONE:
-            wk = {"int": W_INT, "float": W_REAL}[weights]
-        ded = bool(dedupe) and symmetry == "general"
+        if opts.weights != "auto" and wk != W_NONE:
+            wk = opts.weight_kind
+        ded = opts.dedupe and symmetry == "general"
         spec = _TextSpec("mtx", M_MTX, 2 if field == "pattern" else 3, wk, 1, rows, cols, ded)
         return _TextFile(path, compression, size, off + len(raw) + (1 if nl else 0), lineno, spec,
                          declared=nnz, declared_line=lineno, n=n)
@@ -795,31 +862,51 @@ def read_mtx(paths, client, n_vertices, opts):
     return _read_text(paths, "mtx", client, n_vertices, opts)
 
 
+_SNIFF = {"edgelist": _sniff_edgelist, "gr": _sniff_gr, "mtx": _sniff_mtx}
+
+
 def _read_text(paths, fmt, client, n_vertices, opts):
     """Sniff each file's head, scan the bodies as tasks, and make one source per file."""
-    blocksize = opts.pop("blocksize", None)
-    header = opts.pop("header", "auto")
-    weights = opts.pop("weights", "auto")
-    if weights not in ("auto", "int", "float"):
-        raise ValueError(f"weights must be 'auto', 'int' or 'float', got {weights!r}")
-    dedupe = opts.pop("dedupe_directions", None)
-    if fmt == "edgelist" and dedupe is not None:
-        raise ValueError("dedupe_directions applies to gr, mtx and egr files, not edge lists")
+    options = TextOptions.from_keywords(fmt, n_vertices, opts)
+    blocksize = options.blocksize
     if blocksize is None:
         blocksize = _auto_blocksize(paths, client)
-    blocksize = int(blocksize)
-    if blocksize < 1:
-        raise ValueError(f"blocksize must be positive, got {blocksize}")
-    files = []
-    for path in paths:
-        comp = _compression(path)
-        size = os.path.getsize(path)
-        if fmt == "edgelist":
-            files.append(_sniff_edgelist(path, comp, size, header, weights, dedupe, n_vertices))
-        elif fmt == "gr":
-            files.append(_sniff_gr(path, comp, size, weights, dedupe, n_vertices))
-        else:
-            files.append(_sniff_mtx(path, comp, size, weights, dedupe, n_vertices))
+    files = [_SNIFF[fmt](path, _compression(path), os.path.getsize(path), options) for path in paths]
+    tasks, owners = _scan_tasks(files, blocksize)
+    results = map_tasks(_scan_text_block, tasks, client, "read-scan")
+    per_file = [[] for _ in files]
+    for fi, r in zip(owners, results):
+        per_file[fi].append(r)
+    sources = []
+    maxid = -1
+    any_float = False
+    for tf, blocks in zip(files, per_file):
+        ck, rows, raw, file_maxid, file_float = _file_checkpoints(tf, blocks)
+        _check_declared(tf, raw)
+        maxid = max(maxid, file_maxid, -1 if tf.n is None else tf.n - 1)
+        any_float |= file_float
+        sources.append((tf, ck, rows))
+    if fmt == "mtx":
+        weight_float = any(f.spec.wkind == W_REAL for f in files)
+    else:
+        weight_float = any_float or (options.weights == "float" and any(f.spec.ncols == 3 for f in files))
+    if n_vertices is None:
+        n_vertices = maxid + 1
+    out = []
+    for tf, ck, rows in sources:
+        params = {"path": tf.path, "compression": tf.compression, "spec": tf.spec, "ck": ck,
+                  "weight_float": weight_float}
+        out.append(FunctionSource(text_rows, params, rows, name=os.path.basename(tf.path),
+                                  splittable=tf.compression is None))
+    return out, int(n_vertices), np.dtype(np.float64 if weight_float else np.int64), {}
+
+
+def _scan_tasks(files, blocksize):
+    """The scan tasks ``(file, start, stop, checkpoint spacing)`` and the file index of each.
+
+    An uncompressed body is cut into blocks of ``blocksize`` bytes; a
+    compressed one is one task.
+    """
     tasks, owners = [], []
     for fi, tf in enumerate(files):
         gran = _checkpoint_spacing(tf.size)
@@ -834,61 +921,48 @@ def _read_text(paths, fmt, client, n_vertices, opts):
         else:
             tasks.append((tf, tf.data_start, None, 1 << 62))
             owners.append(fi)
-    results = map_tasks(_scan_text_block, tasks, client, "read-scan")
-    per_file = [[] for _ in files]
-    for fi, r in zip(owners, results):
-        per_file[fi].append(r)
-    sources = []
+    return tasks, owners
+
+
+def _file_checkpoints(tf, blocks):
+    """Join a file's scanned blocks: ``(checkpoint table, rows, raw rows, largest id, any fractional)``.
+
+    Raises the first block's error, with its line in the file.
+    """
+    rows = raw = 0
+    lines = tf.lines_before
     maxid = -1
     any_float = False
-    total = 0
-    for tf, blocks in zip(files, per_file):
-        rows = raw = 0
-        lines = tf.lines_before
-        cks = []
-        for r in blocks:
-            if r["error"] is not None:
-                local, reason = r["error"]
-                raise GraphFormatError(reason, path=tf.path, line=lines + local + 1)
-            c = r["ck"].copy()
-            c[:, 1] += rows
-            c[:, 2] += lines
-            cks.append(c)
-            rows += r["rows"]
-            raw += r["raw"]
-            lines += r["lines"]
-            maxid = max(maxid, r["maxid"])
-            any_float |= r["float"]
-        end = blocks[-1]["stop"]
-        cks.append(np.array([[end, rows, lines]], np.int64))
-        ck = np.concatenate(cks)
-        # keep one checkpoint per position (empty blocks repeat their neighbours')
-        keep = np.ones(len(ck), bool)
-        keep[1:] = ck[1:, 0] > ck[:-1, 0]
-        keep[-1] = True
-        ck = ck[keep]
-        if tf.declared is not None and raw != tf.declared:
-            what = "arcs" if tf.spec.fmt == "gr" else "entries"
-            decl = "problem line" if tf.spec.fmt == "gr" else "size line"
-            raise GraphFormatError(
-                f"the {decl} declares {tf.declared} {what}, the file has {raw}"
-                + (" (truncated?)" if raw < tf.declared else ""),
-                path=tf.path, line=tf.declared_line)
-        if tf.n is not None:
-            maxid = max(maxid, tf.n - 1)
-        sources.append((tf, ck, rows))
-        total += rows
-    if fmt == "mtx":
-        wk = {f.spec.wkind for f in files}
-        weight_float = W_REAL in wk
-    else:
-        weight_float = any_float or (weights == "float" and any(f.spec.ncols == 3 for f in files))
-    if n_vertices is None:
-        n_vertices = maxid + 1
-    out = []
-    for tf, ck, rows in sources:
-        params = {"path": tf.path, "compression": tf.compression, "spec": tf.spec, "ck": ck,
-                  "weight_float": weight_float}
-        out.append(FunctionSource(text_rows, params, rows, name=os.path.basename(tf.path),
-                                  splittable=tf.compression is None))
-    return out, int(n_vertices), np.dtype(np.float64 if weight_float else np.int64), {}
+    cks = []
+    for r in blocks:
+        if r["error"] is not None:
+            local, reason = r["error"]
+            raise GraphFormatError(reason, path=tf.path, line=lines + local + 1)
+        c = r["ck"].copy()
+        c[:, 1] += rows
+        c[:, 2] += lines
+        cks.append(c)
+        rows += r["rows"]
+        raw += r["raw"]
+        lines += r["lines"]
+        maxid = max(maxid, r["maxid"])
+        any_float |= r["float"]
+    end = blocks[-1]["stop"]
+    cks.append(np.array([[end, rows, lines]], np.int64))
+    ck = np.concatenate(cks)
+    # keep one checkpoint per position (empty blocks repeat their neighbours')
+    keep = np.ones(len(ck), bool)
+    keep[1:] = ck[1:, 0] > ck[:-1, 0]
+    keep[-1] = True
+    return ck[keep], rows, raw, maxid, any_float
+
+
+def _check_declared(tf, raw):
+    """Refuse a ``.gr``/``.mtx`` body whose count of arcs or entries is not the declared one."""
+    if tf.declared is not None and raw != tf.declared:
+        what = "arcs" if tf.spec.fmt == "gr" else "entries"
+        decl = "problem line" if tf.spec.fmt == "gr" else "size line"
+        raise GraphFormatError(
+            f"the {decl} declares {tf.declared} {what}, the file has {raw}"
+            + (" (truncated?)" if raw < tf.declared else ""),
+            path=tf.path, line=tf.declared_line)
