@@ -1,6 +1,6 @@
 """Describe the environment a run or a benchmark ran in, and import optional dependencies.
 
-Three things every report and every optional feature needs, written once:
+Four things every report and every optional feature needs, written once:
 
 - :func:`versions`: Python, mst-dist, the packages it uses (where installed),
   Numba's thread count and threading layer, and the git commit of a source

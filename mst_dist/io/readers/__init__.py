@@ -3,8 +3,9 @@
 :func:`read` returns a :class:`~mst_dist.graph.Graph` whose sources are file
 loaders (:class:`~mst_dist.graph.FunctionSource` with a module-level row
 function): the driver's ``mst-load-*`` tasks read and parse their own rows on
-the workers, so the client never holds the edge list.  Edge ids follow
-DESIGN.md: file order, then row order, however the edges are chunked.
+the workers, so the client never holds the edge list.  Edge ids are the
+rows' positions in file order, then row order, however the edges are
+chunked (the id the forest's ties are broken by).
 
 Formats
 -------
