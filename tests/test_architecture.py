@@ -293,3 +293,55 @@ def test_no_private_numba_attribute_outside_the_compile_module():
             elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("numba"):
                 bad += [f"{m}:{node.lineno}: {node.module}.{a.name}" for a in node.names if a.name.startswith("_")]
     assert not bad, "Numba's private names outside mst_dist.kernels.compile:\n" + "\n".join(sorted(bad))
+
+
+# ---------------------------------------------------------------------------
+# no long function
+# ---------------------------------------------------------------------------
+
+MAX_FUNCTION_LINES = 120
+
+#: Functions allowed more than MAX_FUNCTION_LINES lines of code, each with the reason.  Only Numba
+#: kernels whose hot loop would be slower split; an entry no function needs any more fails
+#: :func:`test_the_long_function_allowlist_is_still_needed`.
+LONG_FUNCTION_ALLOWLIST = {
+    # one pass over the bytes of every line of a text graph file: its per-line step and per-token
+    # integer scan stay in the one loop, since each, made a function of its own (inlined by Numba),
+    # cost 5 to 25 % of the parse time of a 16 MiB piece; its cold steps are functions already
+    "mst_dist.io.readers.textkernel.parse_text",
+}
+
+
+def _function_lines():
+    """``{module.qualified name: lines of code}`` of every function, its docstring left out."""
+    out = {}
+
+    def walk(node, prefix):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                name = f"{prefix}.{child.name}"
+                if not isinstance(child, ast.ClassDef):
+                    body = child.body
+                    if (len(body) > 1 and isinstance(body[0], ast.Expr)
+                            and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str)):
+                        body = body[1:]
+                    out[name] = child.end_lineno - body[0].lineno + 1
+                walk(child, name)
+
+    for m, p in _modules().items():
+        walk(ast.parse(p.read_text()), m)
+    return out
+
+
+def test_no_function_is_too_long():
+    """No function has more than MAX_FUNCTION_LINES lines of code (docstring aside), bar the allowlist."""
+    long = {name: n for name, n in _function_lines().items()
+            if n > MAX_FUNCTION_LINES and name not in LONG_FUNCTION_ALLOWLIST}
+    assert not long, "functions too long (split them into named steps): " + ", ".join(
+        f"{name} ({n} lines)" for name, n in sorted(long.items()))
+
+
+def test_the_long_function_allowlist_is_still_needed():
+    lines = _function_lines()
+    stale = sorted(name for name in LONG_FUNCTION_ALLOWLIST if lines.get(name, 0) <= MAX_FUNCTION_LINES)
+    assert not stale, "no longer long (or gone): drop from LONG_FUNCTION_ALLOWLIST: " + ", ".join(stale)
