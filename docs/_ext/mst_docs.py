@@ -445,7 +445,20 @@ def _source_tree_link(app, env, node, contnode):
     return None
 
 
+def _optional_pages(app, docname, source):
+    """Drop from the root page's tables of contents the ``mst_optional_pages`` not written yet."""
+    if docname != app.config.root_doc:
+        return
+    srcdir = str(app.srcdir)
+    absent = {page for page in app.config.mst_optional_pages
+              if not any(os.path.exists(os.path.join(srcdir, page + ext)) for ext in (".md", ".rst"))}
+    if absent:
+        source[0] = "\n".join(line for line in source[0].split("\n") if line.strip() not in absent)
+
+
 def setup(app):
+    app.add_config_value("mst_optional_pages", [], "env")
+    app.connect("source-read", _optional_pages)
     app.connect("missing-reference", _source_tree_link)
     app.add_directive("mst-exit-codes", ExitCodesDirective)
     app.add_directive("mst-api", APIDirective)
