@@ -206,9 +206,7 @@ def build(data, *, sizing_mode="stretch_width", height=300, width=700, with_work
     has host/GPU copy bars (default: when ``data`` has any).
     """
     from bokeh.layouts import column, row
-    from bokeh.models import (AdaptiveTicker, BasicTicker, CustomJSTickFormatter, DataTable, Div,
-                              FactorRange, HoverTool, NumberFormatter, NumeralTickFormatter, TableColumn)
-    from bokeh.plotting import figure
+    from bokeh.models import BasicTicker, Div
 
     rounds = data["rounds"]
     if gpu is None:
@@ -218,74 +216,13 @@ def build(data, *, sizing_mode="stretch_width", height=300, width=700, with_work
 
     sources = _sources({k: data[k] for k in ("rounds", "remaining", "workers")})
     size = dict(height=height, sizing_mode=sizing_mode) if sizing_mode else dict(height=height, width=width)
-    tools = "pan,box_zoom,wheel_zoom,reset,save"
-
-    def legend_right(fig):
-        fig.add_layout(fig.legend[0], "right")  # beside the plot, never over the data
-        fig.legend[0].click_policy = "hide"
-
+    wide = {} if sizing_mode else {"width": 2 * width}
     status = Div(text=status_html(data.get("status")), name="mst-status",
-                 sizing_mode=sizing_mode or "fixed", **({} if sizing_mode else {"width": 2 * width}))
-
-    rem = figure(title="Components and edges left, by round (log scale)", y_axis_type="log",
-                 x_axis_label="round", tools=tools, **size)
-    for field, color in (("edges", "#1f77b4"), ("components", "#d62728")):
-        rem.line("round", field, source=sources["remaining"], color=color, line_width=2,
-                 legend_label=field)
-        rem.scatter("round", field, source=sources["remaining"], color=color, size=7,
-                    legend_label=field)
-    rem.yaxis.formatter = CustomJSTickFormatter(code=_COUNT_TICKS)
-    rem.add_tools(HoverTool(tooltips=[("round", "@round"), ("components", "@components{0,0}"),
-                                      ("edges", "@edges{0,0}")]))
-    legend_right(rem)
-
-    ph = figure(title="Time per phase, by round (s); overhead = wall - phases",
-                x_axis_label="round", y_axis_label="seconds", tools=tools, **size)
-    ph.vbar_stack(list(STACK), x="round", width=0.8, source=sources["rounds"],
-                  color=[COLORS[p] for p in STACK], legend_label=list(STACK))
-    ph.add_tools(HoverTool(tooltips=[("round", "@round (@mode)"), ("wall", "@wall_seconds{0.000} s"),
-                                     *[(p, "@{%s}{0.000}" % p) for p in STACK]]))
-    legend_right(ph)
-    ph.y_range.start = 0
-
-    by = None
-    if with_bytes:
-        title = "Bytes moved between workers, by round"
-        if estimate:
-            title += ": estimate while a run goes, measured when it ends"
-        if gpu:
-            title += "; host/GPU copies"
-        by = figure(title=title, x_axis_label="round", tools=tools, **size)
-        tips = [("round", "@round")]
-        if estimate:  # the driver's live estimate (candidates + round maps), a wide pale bar behind
-            by.vbar(x="round", top="bytes_estimate", width=0.8, source=sources["rounds"], color="#cab2d6",
-                    legend_label="between workers, estimate")
-            tips.append(("estimate", "@bytes_estimate{0.0 b}"))
-        stack, colors = ["bytes_moved"], ["#6a3d9a"]
-        labels = ["between workers, measured" if estimate else "between workers"]
-        if gpu:
-            stack += ["h2d_bytes", "d2h_bytes"]
-            colors += ["#33a02c", "#b2df8a"]
-            labels += ["host → GPU", "GPU → host"]
-            tips += [("to GPU", "@h2d_bytes{0.0 b}"), ("from GPU", "@d2h_bytes{0.0 b}")]
-        by.vbar_stack(stack, x="round", width=0.5 if estimate else 0.8, source=sources["rounds"],
-                      color=colors, legend_label=labels)
-        tips.insert(1, ("measured", "@bytes_moved{0.0 b}"))
-        by.yaxis.ticker = AdaptiveTicker(base=2, mantissas=[1], min_interval=1, desired_num_ticks=6)
-        by.yaxis.formatter = NumeralTickFormatter(format="0 b")  # powers of two: 64 KiB, 128 KiB
-        by.y_range.start = 0
-        by.add_tools(HoverTool(tooltips=tips))
-        legend_right(by)
-
-    wk = figure(title="Task seconds per worker (chunks held: table below)", x_axis_label="seconds",
-                y_range=FactorRange(factors=list(data["workers"]["label"])), tools=tools, **size)
-    wk.hbar_stack(list(WORK), y="label", height=0.7, source=sources["workers"],
-                  color=[WORK_COLORS[g] for g in WORK], legend_label=[WORK_LABELS[g] for g in WORK])
-    wk.add_tools(HoverTool(tooltips=[("worker", "@worker (@kind)"), ("chunks", "@chunks: @chunk_ids"),
-                                     ("map share", "@map_share{0.0} %"),
-                                     *[(WORK_LABELS[g], "@{%s}{0.000} s" % g) for g in WORK]]))
-    legend_right(wk)
-    wk.x_range.start = 0
+                 sizing_mode=sizing_mode or "fixed", **wide)
+    rem = _remaining_figure(sources, size)
+    ph = _phases_figure(sources, size)
+    by = _bytes_figure(sources, size, estimate=estimate, gpu=gpu) if with_bytes else None
+    wk = _workers_figure(sources, size, data["workers"]["label"])
     for fig in (rem, ph, by):
         if fig is not None:
             fig.xaxis.ticker = BasicTicker(min_interval=1, desired_num_ticks=10)  # whole rounds
@@ -294,20 +231,7 @@ def build(data, *, sizing_mode="stretch_width", height=300, width=700, with_work
         for fig in (rem, ph, by, wk):
             if fig is not None:
                 fig.toolbar.autohide = True  # tools under the mouse in the file; none in an image
-
-    secs = NumberFormatter(format="0.000")
-    table = DataTable(source=sources["workers"], index_position=None, height=140, name="mst-worker-table",
-                      sizing_mode=sizing_mode or "fixed", **({} if sizing_mode else {"width": 2 * width}),
-                      columns=[TableColumn(field="worker", title="worker"),
-                               TableColumn(field="kind", title="kind", width=50),
-                               TableColumn(field="chunks", title="chunks", width=60),
-                               TableColumn(field="chunk_ids", title="chunk ids"),
-                               TableColumn(field="map", title="map s", formatter=secs, width=80),
-                               TableColumn(field="map_share", title="map share %",
-                                           formatter=NumberFormatter(format="0.0"), width=90),
-                               TableColumn(field="load", title="load s", formatter=secs, width=80),
-                               TableColumn(field="merge", title="merge s", formatter=secs, width=80),
-                               TableColumn(field="local", title="solve s", formatter=secs, width=80)])
+    table = _worker_table(sources, sizing_mode, wide)
     panels = [f for f in (rem, ph, by, wk if with_workers else None) if f is not None]
     if len(panels) % 2 and not sizing_mode:
         panels[-1].width = 2 * width  # no empty cell beside the last panel
@@ -316,6 +240,120 @@ def build(data, *, sizing_mode="stretch_width", height=300, width=700, with_work
     parts = {"status": status, "remaining": rem, "phases": ph, "bytes": by,
              "workers": wk if with_workers else None, "table": table if with_workers else None}
     return root, sources, parts
+
+
+_TOOLS = "pan,box_zoom,wheel_zoom,reset,save"
+
+
+def _legend_right(fig):
+    """Put the figure's legend beside the plot, never over the data; a click hides a series."""
+    fig.add_layout(fig.legend[0], "right")
+    fig.legend[0].click_policy = "hide"
+
+
+def _remaining_figure(sources, size):
+    """Components and edges left after each round, on a log scale."""
+    from bokeh.models import CustomJSTickFormatter, HoverTool
+    from bokeh.plotting import figure
+
+    rem = figure(title="Components and edges left, by round (log scale)", y_axis_type="log",
+                 x_axis_label="round", tools=_TOOLS, **size)
+    for field, color in (("edges", "#1f77b4"), ("components", "#d62728")):
+        rem.line("round", field, source=sources["remaining"], color=color, line_width=2,
+                 legend_label=field)
+        rem.scatter("round", field, source=sources["remaining"], color=color, size=7,
+                    legend_label=field)
+    rem.yaxis.formatter = CustomJSTickFormatter(code=_COUNT_TICKS)
+    rem.add_tools(HoverTool(tooltips=[("round", "@round"), ("components", "@components{0,0}"),
+                                      ("edges", "@edges{0,0}")]))
+    _legend_right(rem)
+    return rem
+
+
+def _phases_figure(sources, size):
+    """Seconds per phase of each round, stacked."""
+    from bokeh.models import HoverTool
+    from bokeh.plotting import figure
+
+    ph = figure(title="Time per phase, by round (s); overhead = wall - phases",
+                x_axis_label="round", y_axis_label="seconds", tools=_TOOLS, **size)
+    ph.vbar_stack(list(STACK), x="round", width=0.8, source=sources["rounds"],
+                  color=[COLORS[p] for p in STACK], legend_label=list(STACK))
+    ph.add_tools(HoverTool(tooltips=[("round", "@round (@mode)"), ("wall", "@wall_seconds{0.000} s"),
+                                     *[(p, "@{%s}{0.000}" % p) for p in STACK]]))
+    _legend_right(ph)
+    ph.y_range.start = 0
+    return ph
+
+
+def _bytes_figure(sources, size, *, estimate, gpu):
+    """Bytes moved between workers per round: the live estimate, the measure, host/GPU copies."""
+    from bokeh.models import AdaptiveTicker, HoverTool, NumeralTickFormatter
+    from bokeh.plotting import figure
+
+    title = "Bytes moved between workers, by round"
+    if estimate:
+        title += ": estimate while a run goes, measured when it ends"
+    if gpu:
+        title += "; host/GPU copies"
+    by = figure(title=title, x_axis_label="round", tools=_TOOLS, **size)
+    tips = [("round", "@round")]
+    if estimate:  # the driver's live estimate (candidates + round maps), a wide pale bar behind
+        by.vbar(x="round", top="bytes_estimate", width=0.8, source=sources["rounds"], color="#cab2d6",
+                legend_label="between workers, estimate")
+        tips.append(("estimate", "@bytes_estimate{0.0 b}"))
+    stack, colors = ["bytes_moved"], ["#6a3d9a"]
+    labels = ["between workers, measured" if estimate else "between workers"]
+    if gpu:
+        stack += ["h2d_bytes", "d2h_bytes"]
+        colors += ["#33a02c", "#b2df8a"]
+        labels += ["host → GPU", "GPU → host"]
+        tips += [("to GPU", "@h2d_bytes{0.0 b}"), ("from GPU", "@d2h_bytes{0.0 b}")]
+    by.vbar_stack(stack, x="round", width=0.5 if estimate else 0.8, source=sources["rounds"],
+                  color=colors, legend_label=labels)
+    tips.insert(1, ("measured", "@bytes_moved{0.0 b}"))
+    by.yaxis.ticker = AdaptiveTicker(base=2, mantissas=[1], min_interval=1, desired_num_ticks=6)
+    by.yaxis.formatter = NumeralTickFormatter(format="0 b")  # powers of two: 64 KiB, 128 KiB
+    by.y_range.start = 0
+    by.add_tools(HoverTool(tooltips=tips))
+    _legend_right(by)
+    return by
+
+
+def _workers_figure(sources, size, labels):
+    """Task seconds of each worker, stacked by kind of work."""
+    from bokeh.models import FactorRange, HoverTool
+    from bokeh.plotting import figure
+
+    wk = figure(title="Task seconds per worker (chunks held: table below)", x_axis_label="seconds",
+                y_range=FactorRange(factors=list(labels)), tools=_TOOLS, **size)
+    wk.hbar_stack(list(WORK), y="label", height=0.7, source=sources["workers"],
+                  color=[WORK_COLORS[g] for g in WORK], legend_label=[WORK_LABELS[g] for g in WORK])
+    wk.add_tools(HoverTool(tooltips=[("worker", "@worker (@kind)"), ("chunks", "@chunks: @chunk_ids"),
+                                     ("map share", "@map_share{0.0} %"),
+                                     *[(WORK_LABELS[g], "@{%s}{0.000} s" % g) for g in WORK]]))
+    _legend_right(wk)
+    wk.x_range.start = 0
+    return wk
+
+
+def _worker_table(sources, sizing_mode, wide):
+    """The table of workers: chunks held and seconds per kind of work."""
+    from bokeh.models import DataTable, NumberFormatter, TableColumn
+
+    secs = NumberFormatter(format="0.000")
+    return DataTable(source=sources["workers"], index_position=None, height=140, name="mst-worker-table",
+                     sizing_mode=sizing_mode or "fixed", **wide,
+                     columns=[TableColumn(field="worker", title="worker"),
+                              TableColumn(field="kind", title="kind", width=50),
+                              TableColumn(field="chunks", title="chunks", width=60),
+                              TableColumn(field="chunk_ids", title="chunk ids"),
+                              TableColumn(field="map", title="map s", formatter=secs, width=80),
+                              TableColumn(field="map_share", title="map share %",
+                                          formatter=NumberFormatter(format="0.0"), width=90),
+                              TableColumn(field="load", title="load s", formatter=secs, width=80),
+                              TableColumn(field="merge", title="merge s", formatter=secs, width=80),
+                              TableColumn(field="local", title="solve s", formatter=secs, width=80)])
 
 
 def standalone(rounds, status=None, workers=None):
