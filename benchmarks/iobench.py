@@ -170,7 +170,7 @@ def table(rows):
     for r in rows:
         out.append(f"| {r['input']} | {r['MB']:.0f} | {r['read_MB_s']:.0f} | "
                    f"{r['load_MB_s_per_worker']:.0f} | {r['load_Medges_s_per_worker']:.1f} | "
-                   f"{r.get('cluster_MB_s_per_worker', float('nan')):.0f} |")
+                   + (f"{r['cluster_MB_s_per_worker']:.0f}" if "cluster_MB_s_per_worker" in r else "–") + " |")
     return "\n".join(out)
 
 
