@@ -309,7 +309,7 @@ def maximum_spanning_forest(graph, client=None, **options) -> MSFResult:
 
     The forest is the unique one under the strict order ``(-weight, edge
     id)``: the heaviest edges first and, among equal weights, the one given
-    first (the same tie rule as :func:`minimum_spanning_forest`, with the
+    first (the same tie rule as :func:`~mst_dist.minimum_spanning_forest`, with the
     weight order reversed): exactly the edges Kruskal picks over a stable
     sort by decreasing weight.  This is the forest of Chow and Liu's
     dependence trees (weights: mutual information) and of networkx's
@@ -318,7 +318,7 @@ def maximum_spanning_forest(graph, client=None, **options) -> MSFResult:
     Parameters
     ----------
     graph, client, **options
-        As for :func:`minimum_spanning_forest`, but ``output`` (the workers
+        As for :func:`~mst_dist.minimum_spanning_forest`, but ``output`` (the workers
         would write the negated weights): write the result with
         :func:`mst_dist.write_forest` instead.
 

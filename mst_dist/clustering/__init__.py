@@ -5,7 +5,7 @@ minimum spanning forest; HDBSCAN builds its hierarchy from the forest of
 mutual reachability distances; each Borůvka round is one level of affinity
 clustering.  :class:`~mst_dist.MSFResult` has :meth:`~mst_dist.MSFResult.linkage`,
 :meth:`~mst_dist.MSFResult.clusters` and :meth:`~mst_dist.MSFResult.levels`;
-this package holds their implementations, :func:`hdbscan` and the kNN
+this package holds their implementations, :func:`mst_dist.hdbscan` and the kNN
 graph inputs.
 """
 from mst_dist.clustering.flat import clusters

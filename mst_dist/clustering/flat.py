@@ -27,7 +27,7 @@ def clusters(result, threshold=None, n_clusters=None, *, join_distance=np.inf):
         vertex.
     join_distance : float, optional
         The height at which the components of a disconnected graph join, as
-        in :meth:`MSFResult.linkage` (default ``inf``).
+        in :meth:`mst_dist.MSFResult.linkage` (default ``inf``).
 
     Give exactly one of ``threshold`` and ``n_clusters``.
 

@@ -11,14 +11,14 @@ __all__ = ["hdbscan", "HDBSCANResult", "CONDENSED_DTYPE"]
 
 logger = logging.getLogger("mst_dist")
 
-#: Fields of :attr:`HDBSCANResult.condensed_tree_`, the ``hdbscan`` package's names.
+#: Fields of :attr:`mst_dist.clustering.HDBSCANResult.condensed_tree_`, the ``hdbscan`` package's names.
 CONDENSED_DTYPE = np.dtype([("parent", np.int64), ("child", np.int64), ("lambda_val", np.float64),
                             ("child_size", np.int64)])
 
 
 @dataclass
 class HDBSCANResult:
-    """What :func:`hdbscan` found, under scikit-learn's names.
+    """What :func:`mst_dist.hdbscan` found, under scikit-learn's names.
 
     Attributes
     ----------
@@ -33,7 +33,7 @@ class HDBSCANResult:
         ``min_samples - 1``).
     condensed_tree_ : structured ndarray
         Rows ``(parent, child, lambda_val, child_size)`` (fields of
-        :data:`CONDENSED_DTYPE`): clusters are ``n`` (the root), ``n + 1``,
+        ``mst_dist.clustering.CONDENSED_DTYPE``): clusters are ``n`` (the root), ``n + 1``,
         ...; a child below ``n`` is a vertex leaving its cluster at
         ``lambda_val = 1 / distance``.
     single_linkage_tree_ : float64 ndarray of shape (n - 1, 4)

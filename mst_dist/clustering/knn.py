@@ -92,7 +92,7 @@ def from_points(X, k, *, symmetrize="union", n_jobs=None):
     k : int
         Neighbours of each point, itself not counted.
     symmetrize : {"union", "mutual"}
-        See :func:`from_kneighbors_graph`.
+        See :func:`mst_dist.clustering.from_kneighbors_graph`.
     n_jobs : int, optional
         scikit-learn's threads for the search.
     """
