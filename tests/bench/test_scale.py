@@ -11,6 +11,7 @@ from benchmarks.scale.runner import classify
 
 GEN = {"kind": "rmat", "scale": 12, "edge_factor": 8, "seed": 3}
 
+# each run is a process of its own (a cluster started, kernels primed): a few runs, each source once
 TINY = {
     "benchmark": "scale",
     "timeout": 120,
@@ -19,13 +20,10 @@ TINY = {
         {"name": "r", "generate": GEN},
         {"name": "r-npy", "written": {"generate": GEN, "format": "npy"}, "methods": ["engine-stream"]},
         {"name": "r-arrays", "arrays": {"generate": GEN}, "methods": ["engine"]},
-        {"name": "r-2p", "generate": GEN, "methods": ["engine-stream"],
-         "cluster": {"processes": True, "n_workers": 2, "memory_limit": "1GiB"}},
     ],
     "targets": [
         {"graph": "r", "versus": "engine", "max_time_ratio": 1000, "max_peak_ratio": 1000},
-        {"graph": "r-npy", "max_peak_gib": 100, "same_edges_as": "r"},
-        {"graph": "r-2p", "completes": True, "same_edges_as": "r"},
+        {"graph": "r-npy", "max_peak_gib": 100, "completes": True, "same_edges_as": "r"},
         {"graph": "r-arrays", "method": "engine", "max_engine_bytes_per_edge": 1e9},
         {"graph": "r", "max_seconds": 1e-6},
     ],
@@ -44,7 +42,7 @@ def test_scale_bench_tiny(tmp_path):
     assert data["benchmark"] == "scale" and data["all_agree"] and not data["problems"]
     runs = {(g["name"], m): r for g in data["graphs"] for m, r in g["methods"].items()}
     assert set(runs) == {("r", "engine"), ("r", "engine-stream"), ("r-npy", "engine-stream"),
-                         ("r-arrays", "engine"), ("r-2p", "engine-stream")}
+                         ("r-arrays", "engine")}
     crcs = set()
     for (name, meth), r in runs.items():
         assert r["status"] == "ok", (name, meth, r.get("note"), r.get("tail"))
@@ -59,9 +57,7 @@ def test_scale_bench_tiny(tmp_path):
     # the streamed runs keep some edges in each pass; the in-memory ones have no passes
     kept = [p["edges_kept"] for p in runs[("r", "engine-stream")]["best"]["passes"] if p["name"] != "sample"]
     assert kept and sum(kept) > 0 and not runs[("r", "engine")]["best"]["passes"]
-    # the worker processes' memory is in the tree: the run's process and two workers at least
-    assert runs[("r-2p", "engine-stream")]["best"]["peak_processes"] >= 3
-    assert runs[("r", "engine")]["best"]["peak_processes"] == 1
+    assert runs[("r", "engine")]["best"]["peak_processes"] == 1  # an in-process cluster
     arrays = runs[("r-arrays", "engine")]
     assert arrays["baseline_bytes"] < arrays["arrays_bytes"] <= arrays["peak_bytes"]
     assert arrays["arrays_nbytes"] == 2**15 * 24
@@ -70,9 +66,9 @@ def test_scale_bench_tiny(tmp_path):
     assert rows[("r", "engine")]["engine_bytes_per_edge"] is None
     assert rows[("r", "engine-stream")]["edges_kept"] == sum(kept)
     verdicts = [t["pass"] for t in data["summary"]["targets"]]
-    assert verdicts == [True] * 7 + [False]
-    assert md.count("**PASS**") == 7 and md.count("**FAIL**") == 1
-    assert "| r-2p | 33k | engine-stream | 2 worker processes, memory_limit 1GiB each |" in md
+    assert verdicts == [True] * 6 + [False]
+    assert md.count("**PASS**") == 6 and md.count("**FAIL**") == 1
+    assert "| r-npy | 33k | engine-stream | embedded default |" in md
     assert "peak RSS GiB (tree, absolute)" in md and "bytes/edge (absolute peak / m)" in md
     assert (out / "runs" / "r-engine.log").exists()
 
