@@ -65,4 +65,7 @@ nitpick_ignore_regex = [
 
 html_theme = "alabaster"
 html_title = f"mst-dist {release}"
-html_static_path = []
+html_static_path = ["_static"]
+html_css_files = ["mst.css"]
+# room for the reference tables (key, type, default, meaning)
+html_theme_options = {"page_width": "1300px", "body_max_width": "none", "sidebar_width": "230px"}

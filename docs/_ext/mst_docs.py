@@ -323,7 +323,7 @@ class SettingsDirective(_Generated):
                 rows.append((f"``{key}``", "", "", "*section:* " + _escape(meaning)))
             else:
                 rows.append((f"``{key}``", f"``{env_name(key)}``", _literal(value), _escape(meaning)))
-        return _list_table(("key", "environment variable", "default", "meaning"), rows, (18, 22, 10, 50))
+        return _list_table(("key", "environment variable", "default", "meaning"), rows, (20, 24, 8, 48))
 
 
 class RunConfigDirective(_Generated):
@@ -332,7 +332,7 @@ class RunConfigDirective(_Generated):
     def lines(self):
         rows = [(f"``{key}``", typ, default, applies, meaning)
                 for key, typ, default, applies, meaning in run_config_rows()]
-        return _list_table(("key", "type", "default", "applies to", "meaning"), rows, (18, 10, 10, 12, 50))
+        return _list_table(("key", "type", "default", "applies to", "meaning"), rows, (20, 9, 9, 14, 48))
 
 
 def public_names():
