@@ -204,7 +204,11 @@ def solve(graph, client, spec) -> MSFResult:
 
         return solve_async(graph, choice.client, spec)
     if choice.kind != "embedded":
-        with using(choice) as c:  # inside a task: the worker's client, the task seceded
+        from mst_dist.deploy.local import in_process_latency
+
+        # inside a task: the worker's client, the task seceded; an in-process cluster: its
+        # streams batched as the embedded one's while the run waits on them
+        with using(choice) as c, in_process_latency(c):
             return _run_resilient(graph, c, spec)
     return _solve_embedded(graph, spec)
 

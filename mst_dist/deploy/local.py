@@ -20,7 +20,7 @@ import logging
 import os
 import threading
 
-__all__ = ["embedded", "local_gpu", "open_local", "shared_client", "close_shared"]
+__all__ = ["embedded", "in_process_latency", "local_gpu", "open_local", "shared_client", "close_shared"]
 
 logger = logging.getLogger("mst_dist")
 
@@ -102,6 +102,67 @@ def _in_process_latency(client, cluster):
     for stream in streams:
         if stream is not None and isinstance(getattr(stream, "interval", None), float):
             stream.interval = min(stream.interval, IN_PROCESS_BATCH_SECONDS)
+
+
+class _Shortened:
+    """Streams whose batching interval a run shortened, with the interval to give back and the runs using it."""
+
+    lock = threading.Lock()
+    streams = {}  # id(stream) -> [stream, interval before, runs]
+
+
+def _in_process_streams(client):
+    """The batched streams between ``client``, its cluster's scheduler and workers, where all are in this process.
+
+    Empty unless ``client`` was made from a cluster object
+    (``Client(LocalCluster(processes=False))``) whose scheduler and every
+    worker are objects of this process: between processes the batching
+    saves packets and is left alone.
+    """
+    cluster = getattr(client, "cluster", None)
+    scheduler = getattr(cluster, "scheduler", None)
+    workers = list(getattr(cluster, "workers", {}).values())
+    if scheduler is None or not hasattr(scheduler, "stream_comms") or not workers \
+            or not all(hasattr(w, "batched_stream") for w in workers):
+        return []
+    streams = [getattr(client, "scheduler_comm", None)]
+    for name in ("stream_comms", "client_comms"):
+        streams.extend(getattr(scheduler, name, {}).values())
+    streams.extend(getattr(w, "batched_stream", None) for w in workers)
+    return [st for st in streams if st is not None and isinstance(getattr(st, "interval", None), float)]
+
+
+@contextlib.contextmanager
+def in_process_latency(client):
+    """For the length of a run on ``client``: the in-process streams batched at :data:`IN_PROCESS_BATCH_SECONDS`.
+
+    A user's in-process cluster (``Client(LocalCluster(processes=False))``)
+    batches its messages as a networked one would (Dask's defaults: 10 ms
+    client to scheduler, 5 ms scheduler to worker, 2 ms back), and every
+    task a run waits on in turn pays it up to four times, where
+    :func:`embedded` shortens them for good (see :func:`_in_process_latency`).
+    Here they are shortened while at least one run uses them and given back
+    after the last, so the cluster is left as it was.  Any other cluster:
+    nothing changes.
+    """
+    mine = []
+    with _Shortened.lock:
+        for st in _in_process_streams(client):
+            entry = _Shortened.streams.get(id(st))
+            if entry is None or entry[0] is not st:
+                entry = _Shortened.streams[id(st)] = [st, st.interval, 0]
+            entry[2] += 1
+            st.interval = min(entry[1], IN_PROCESS_BATCH_SECONDS)
+            mine.append(entry)
+    try:
+        yield
+    finally:
+        with _Shortened.lock:
+            for entry in mine:
+                entry[2] -= 1
+                if entry[2] == 0:
+                    entry[0].interval = entry[1]
+                    _Shortened.streams.pop(id(entry[0]), None)
 
 
 @contextlib.contextmanager

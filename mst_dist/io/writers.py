@@ -41,7 +41,7 @@ from mst_dist.io.formats import (
 
 __all__ = ["write_forest", "write_labels", "write_graph", "forest_format", "graph_format",
            "FOREST_FORMATS", "GRAPH_FORMATS", "atomic_path", "atomic_dir", "write_forest_part",
-           "write_labels_part", "read_forest_dataset", "DATASET_PART", "check_writable"]
+           "write_labels_part", "read_forest_dataset", "DATASET_PART", "check_writable", "dataset_dir"]
 
 _COLUMNS = ("edge_id", "src", "dst", "weight")
 
@@ -91,14 +91,20 @@ class atomic_path:
         return False
 
 
-def check_writable(path, what="output"):
+def check_writable(path, what="output", storage_options=None):
     """Check, before any work, that ``path`` can be written as :class:`atomic_path` will write it.
 
     A hidden file is created and removed in ``path``'s directory (the only
     sure test: permissions, read-only mounts and quotas all show), and an
     existing ``path`` must be of the kind that will replace it.  Raises an
     :class:`OSError` naming ``what`` and the path; returns the absolute path.
+    A URL (``s3://...``, with ``storage_options``): a hidden object is
+    written and removed next to it.
     """
+    from mst_dist.io import urls
+
+    if urls.is_url(path):
+        return urls.check_writable_url(path, what, storage_options)
     full = os.path.abspath(os.fspath(path))
     directory = os.path.dirname(full)
     if not os.path.isdir(directory):
@@ -650,7 +656,6 @@ def write_forest_part(path, *row_parts):
     exact weight sum)``.
     """
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     from mst_dist.result import exact_total
 
@@ -658,23 +663,56 @@ def write_forest_part(path, *row_parts):
     order = np.argsort(eid, kind="stable")
     cols = [np.concatenate([np.asarray(p[i]) for p in row_parts])[order] if row_parts else np.zeros(0, np.int64)
             for i in (1, 2, 3)]
-    pq.write_table(pa.table({"edge_id": eid[order], "src": cols[0], "dst": cols[1], "weight": cols[2]}), path)
+    table = pa.table({"edge_id": eid[order], "src": cols[0], "dst": cols[1], "weight": cols[2]})
+    _write_table(table, path)
     return int(eid.shape[0]), exact_total(cols[2])
+
+
+def _write_table(table, path):
+    """``pyarrow.parquet.write_table`` to a local path or a URL (:mod:`mst_dist.io.urls`)."""
+    import pyarrow.parquet as pq
+
+    from mst_dist.io import urls
+
+    if urls.is_url(path):
+        with urls.open_binary(path, "wb") as f:
+            pq.write_table(table, f)
+    else:
+        pq.write_table(table, path)
 
 
 def write_labels_part(path, labels, start, stop):
     """Write vertices ``[start, stop)`` of a labels array as one part file (``vertex``, ``component``)."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
-    pq.write_table(pa.table({"vertex": np.arange(start, stop, dtype=np.int64),
-                             "component": np.asarray(labels[start:stop], np.int64)}), path)
+    _write_table(pa.table({"vertex": np.arange(start, stop, dtype=np.int64),
+                           "component": np.asarray(labels[start:stop], np.int64)}), path)
     return stop - start
 
 
-def read_forest_dataset(path):
+def dataset_dir(path, storage_options=None):
+    """The temporary directory (or URL prefix) a dataset is written in, committed onto ``path`` on success.
+
+    :func:`atomic_dir` for a local path; for a URL
+    (:func:`mst_dist.io.urls.atomic_url_dir`) a hidden prefix next to it.
+    Part names go below it with :func:`mst_dist.io.urls.join`.
+    """
+    from mst_dist.io import urls
+
+    if urls.is_url(path):
+        return urls.atomic_url_dir(urls.url(path, storage_options))
+    return atomic_dir(path)
+
+
+def read_forest_dataset(path, storage_options=None):
     """``(edge_ids, src, dst, weight)`` of a forest dataset written by a run with ``output=``."""
     import pyarrow.parquet as pq
 
-    t = pq.read_table(os.fspath(path))
+    from mst_dist.io import urls
+
+    if urls.is_url(path):
+        fs, p = urls.filesystem(path, storage_options)
+        t = pq.read_table(p, filesystem=fs)
+    else:
+        t = pq.read_table(os.fspath(path))
     return tuple(t.column(c).to_numpy() for c in _COLUMNS)

@@ -157,7 +157,8 @@ class Run:
         return ForestOut.gathered(edge_ids, self.forest_rows(st, ids_f, edge_ids))
 
     def _write_forest_parts(self, st, parts) -> "ForestOut":
-        n_forest, total = outputs.write_forest(self.client, self.builder, self.spec.output, parts, rnd=st.rnd)
+        n_forest, total = outputs.write_forest(self.client, self.builder, self.spec.output, parts, rnd=st.rnd,
+                                               storage_options=self.spec.storage_options)
         return ForestOut(n_edges=n_forest, total=total)
 
     def keep(self, st, ids_f, lab_f):
@@ -177,7 +178,7 @@ class Run:
         """``(labels, components)`` gathered, or with ``labels_output=`` ``(None, components)``."""
         if self.spec.labels_output is not None:
             return None, outputs.write_labels(self.client, self.builder, self.spec.labels_output, lab_f,
-                                              self.g.n_vertices)
+                                              self.g.n_vertices, storage_options=self.spec.storage_options)
         return lab_f.result()
 
     # -- what a kind fills in for finish and write ---------------------------------------

@@ -1,15 +1,15 @@
 """The workers write a run's forest and labels as Parquet datasets, atomically.
 
 A dataset appears only once every part is written (in a hidden directory
-renamed into place, :func:`mst_dist.io.writers.atomic_dir`): a failed run
-leaves none.
+renamed into place, :func:`mst_dist.io.writers.atomic_dir`; for a URL, a
+hidden prefix committed in place, :func:`mst_dist.io.urls.atomic_url_dir`):
+a failed run leaves none.
 """
 from __future__ import annotations
 
 import operator
-import os
 
-from mst_dist.io import writers
+from mst_dist.io import urls, writers
 
 #: Vertices per part of a labels dataset.
 LABELS_PART_VERTICES = 1 << 24
@@ -21,8 +21,8 @@ def write_forest(client, builder, path, parts, rnd=0, storage_options=None):
     Rows are sorted by edge id; the parts are in edge id order.  Returns
     ``(forest edges, total weight)``.
     """
-    with writers.atomic_dir(path) as tmp:
-        futs = [client.submit(writers.write_forest_part, os.path.join(tmp, writers.DATASET_PART.format(i)), *p,
+    with writers.dataset_dir(path, storage_options) as tmp:
+        futs = [client.submit(writers.write_forest_part, urls.join(tmp, writers.DATASET_PART.format(i)), *p,
                               key=builder.key("write-forest", rnd, i), pure=False)
                 for i, p in enumerate(parts)]
         done = client.gather(futs)
@@ -36,8 +36,8 @@ def write_labels(client, builder, path, lab_f, n, storage_options=None):
     """
     labels = client.submit(operator.getitem, lab_f, 0, key=builder.key("labels-array", 0))
     step = max(1, min(n, LABELS_PART_VERTICES))
-    with writers.atomic_dir(path) as tmp:
-        client.gather([client.submit(writers.write_labels_part, os.path.join(tmp, writers.DATASET_PART.format(j)),
+    with writers.dataset_dir(path, storage_options) as tmp:
+        client.gather([client.submit(writers.write_labels_part, urls.join(tmp, writers.DATASET_PART.format(j)),
                                      labels, a, min(n, a + step), key=builder.key("write-labels", 0, j), pure=False)
                        for j, a in enumerate(range(0, max(n, 1), step))])
     return client.submit(operator.getitem, lab_f, 1, key=builder.key("labels-count", 0)).result()

@@ -56,6 +56,7 @@ from mst_dist.graph import VERTEX_BYTES, Graph, human_bytes, vertex_memory
 from mst_dist.io.formats import (  # noqa: F401  (re-exported: the readers' vocabulary)
     FORMATS, GraphFormatError, check_options, detect_format, format_of_path,
 )
+from mst_dist.io import urls
 from mst_dist.io.readers import binary, parquet, text
 from mst_dist.io.tasks import current_client
 
@@ -89,14 +90,35 @@ def _natural_key(path):
 def _is_parquet(path):
     """Whether ``path`` starts with Parquet's magic bytes."""
     try:
-        with open(path, "rb") as f:
+        with urls.open_binary(path) as f:
             return f.read(4) == b"PAR1"
     except OSError:
         return False
 
 
+def _expand_url(p, fmt):
+    """:func:`_expand` for a URL (a :class:`~mst_dist.io.urls.URL`): its file, its glob's, its prefix's."""
+    if any(ch in p.split("://", 1)[1] for ch in "*?["):
+        paths = sorted(urls.glob(p), key=_natural_key)
+        if not paths:
+            raise FileNotFoundError(f"no file matches {str(p)!r}")
+        return paths
+    if urls.isdir(p) and fmt != "npy":
+        paths = sorted((q for q in urls.list_files(p) if not q.endswith((".crc", ".json"))), key=_natural_key)
+        if not paths:
+            raise FileNotFoundError(f"no data files under {str(p)!r}")
+        return paths
+    if not urls.exists(p):
+        raise FileNotFoundError(f"no such file or directory: {str(p)!r}")
+    return [p]
+
+
 def _expand(path_or_glob, fmt):
     """The list of files (or npy directories) to read, in edge id order."""
+    if isinstance(path_or_glob, (list, tuple)) and any(urls.is_url(p) for p in path_or_glob):
+        return [q for p in path_or_glob for q in _expand_url(p, fmt)]
+    if urls.is_url(path_or_glob):
+        return _expand_url(path_or_glob, fmt)
     if isinstance(path_or_glob, (list, tuple)):
         paths = [os.fspath(p) for p in path_or_glob]
         if not paths:
@@ -206,7 +228,7 @@ def _check_vertex_memory(sources, n, client):
 
 
 def read(path_or_glob, format=None, *, client=None, n_vertices=None, name=None, allow_empty=False,
-         **opts) -> Graph:
+         storage_options=None, **opts) -> Graph:
     """Read a graph from files, in chunks on the workers.
 
     Parameters
@@ -215,15 +237,17 @@ def read(path_or_glob, format=None, *, client=None, n_vertices=None, name=None, 
         A file, a glob (``"edges/part-*.txt.gz"``), a directory (Parquet files,
         or ``src.npy``/``dst.npy``/``weight.npy`` column files) or a list of
         paths.  Several files are one graph: edge ids run through them in
-        natural name order (list order for a list).
+        natural name order (list order for a list).  A URL (``s3://bucket/edges/*.txt``,
+        ``gs://...``, ``abfs://...``, ``https://...``) is read through
+        fsspec, on the workers, by byte ranges and row groups as a local file.
     format : str, optional
         One of :data:`FORMATS`; default from the extension (a ``.gz``,
         ``.bz2`` or ``.xz`` suffix is looked through).
     client : distributed.Client or False, optional
         Where the scan tasks run (text formats; binary ones without
         ``n_vertices`` when they have no statistics): default the current
-        ``distributed`` client, else threads of this process; ``False``:
-        threads of this process.  The loads run wherever the graph is
+        ``distributed`` client (inside a task, the worker's), else threads
+        of this process; ``False``: threads of this process.  The loads run wherever the graph is
         computed.
     n_vertices : int, optional
         Number of vertices (default: ``max id + 1``, or the size the file
@@ -234,6 +258,10 @@ def read(path_or_glob, format=None, *, client=None, n_vertices=None, name=None, 
     allow_empty : bool
         Input without a single edge is an error unless this is true (then a
         warning is logged and the graph has no edges).
+    storage_options : dict, optional
+        Options of the file system of a URL (credentials, endpoint), as
+        ``dask.dataframe.read_parquet`` takes them; they travel with the
+        paths to the workers.
     **opts
         Format options: ``header`` (edge list: ``"auto"``, ``True``,
         ``False``); ``weights`` (text: ``"auto"``, ``"int"``, ``"float"``);
@@ -271,11 +299,19 @@ def read(path_or_glob, format=None, *, client=None, n_vertices=None, name=None, 
     >>> mst_dist.minimum_spanning_forest(g).edge_ids.tolist()
     [1, 2]
     """
+    if isinstance(path_or_glob, (list, tuple)):
+        path_or_glob = [urls.url(os.fspath(p), storage_options) for p in path_or_glob]
+    elif isinstance(path_or_glob, (str, os.PathLike)):
+        path_or_glob = urls.url(os.fspath(path_or_glob), storage_options)
     if format is None:
         first = path_or_glob[0] if isinstance(path_or_glob, (list, tuple)) and path_or_glob \
             else path_or_glob
-        fmt = detect_format(first) if not any(ch in os.fspath(first) for ch in "*?[") else None
-        if fmt is None:  # a glob: the format of its first match
+        fmt = detect_format(first) if not any(ch in os.fspath(first) for ch in "*?[") \
+            and not (urls.is_url(first) and urls.isdir(first)) else None
+        if fmt is None and urls.is_url(first):  # a glob or a prefix: the format of its first file
+            matches = _expand_url(first, None)
+            fmt = detect_format(matches[0])
+        elif fmt is None:  # a glob: the format of its first match
             matches = sorted(_glob.glob(os.fspath(first)), key=_natural_key)
             if not matches:
                 raise FileNotFoundError(f"no file matches {os.fspath(first)!r}")

@@ -17,6 +17,7 @@ import numpy as np
 from mst_dist.graph import FunctionSource
 from mst_dist.io.formats import GraphFormatError
 from mst_dist.io.readers.binary import as_ids, as_weights, check_rows, column_names, max_id
+from mst_dist.io import urls
 from mst_dist.io.tasks import map_tasks
 
 __all__ = ["read_parquet", "OPTIONS"]
@@ -25,18 +26,26 @@ __all__ = ["read_parquet", "OPTIONS"]
 OPTIONS = {"parquet": {"src", "dst", "weight"}}
 
 
+
+def _parquet_file(path):
+    """``pyarrow.parquet.ParquetFile`` of a local path, or of a URL through fsspec (row groups by byte ranges)."""
+    import pyarrow.parquet as pq
+
+    if urls.is_url(path):
+        fs, p = urls.filesystem(path)
+        return pq.ParquetFile(p, filesystem=fs)
+    return pq.ParquetFile(path)
+
 def _parquet_rows(start, stop, *, path, columns, groups, n, weight_float):
     """Rows ``[start, stop)`` of a Parquet file, read by row groups (a source's row function).
 
     ``groups`` holds each row group's first row, then the file's row count.
     """
-    import pyarrow.parquet as pq
-
     g0 = int(np.searchsorted(groups, start, "right")) - 1
     g1 = int(np.searchsorted(groups, stop, "left"))
     want = [c for c in columns.values() if c is not None]
     out = {k: [] for k in columns}
-    pf = pq.ParquetFile(path)
+    pf = _parquet_file(path)
     for g in range(g0, g1):
         lo = max(start, int(groups[g])) - int(groups[g])
         hi = min(stop, int(groups[g + 1])) - int(groups[g])
@@ -82,7 +91,6 @@ def _parquet_scan(path, columns, groups):
 def read_parquet(paths, client, n_vertices, opts):
     """Sources of Parquet files: ``(sources, n_vertices, weight dtype, meta)``."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     names, explicit = column_names(opts)
     metas = []
@@ -91,7 +99,7 @@ def read_parquet(paths, client, n_vertices, opts):
     stats_ok = True
     for path in paths:
         try:
-            pf = pq.ParquetFile(path)
+            pf = _parquet_file(path)
         except (pa.ArrowInvalid, OSError) as e:
             raise GraphFormatError(f"not a readable Parquet file: {e}", path=path) from None
         schema = pf.schema_arrow

@@ -89,6 +89,7 @@ from mst_dist.io.readers.textcodes import (
     S_LINES, S_MAXID, S_NCK, S_NEXTCK, S_NF, S_RAW, S_ROWS, S_STATUS, W_AUTO, W_INT, W_NONE,
     W_REAL, ParseJob, ParseSpec,
 )
+from mst_dist.io import urls
 from mst_dist.io.tasks import current_client, map_tasks
 
 __all__ = ["read_edgelist", "read_gr", "read_mtx", "text_rows", "OPTIONS"]
@@ -213,7 +214,7 @@ _BZ2_LEVELS = {bytes([c]) for c in b"123456789"}
 
 def _compression(path):
     """``"gzip"``, ``"bz2"``, ``"xz"`` or ``None``, from the file's magic bytes."""
-    with open(path, "rb") as f:
+    with urls.open_binary(path) as f:
         head = f.read(10)
     # The whole fixed header, not just its first bytes, so that a text file which
     # merely starts with "BZh" (a vertex named BZh...) is still read as text:
@@ -230,6 +231,9 @@ def _compression(path):
 
 
 def _open(path, compression):
+    if urls.is_url(path):  # an object store or web server: fsspec, byte ranges as a local file
+        return urls.open_binary(path) if compression is None else \
+            {"gzip": gzip, "bz2": bz2, "xz": lzma}[compression].open(urls.open_binary(path), "rb")
     if compression == "gzip":
         return gzip.open(path, "rb")
     if compression == "bz2":
@@ -301,7 +305,7 @@ def _line_start_at_or_after(path, pos):
     """The first line start ``>= pos`` of an uncompressed file (its size if none)."""
     if pos <= 0:
         return 0
-    with open(path, "rb") as f:
+    with urls.open_binary(path) as f:
         f.seek(pos - 1)
         at = pos - 1
         while True:
@@ -612,7 +616,7 @@ def find_id_at_least(source, limit, step=1 << 22):
     if max(spec.lim0, spec.lim1) < limit:
         return None
     path = params["path"]
-    size = os.path.getsize(path)
+    size = urls.getsize(path)
     sniff = _sniff_gr if spec.mode == M_GR else _sniff_mtx
     tf = sniff(path, params["compression"], size, TextOptions(spec.fmt))
     what = "the problem line" if spec.mode == M_GR else "the size line"
@@ -839,7 +843,7 @@ def _auto_blocksize(paths, client):
         except Exception:  # pragma: no cover - a client without workers yet
             threads = None
     threads = threads or os.cpu_count() or 1
-    total = sum(os.path.getsize(p) for p in paths)
+    total = sum(urls.getsize(p) for p in paths)
     return int(min(_DEFAULT_BLOCK, max(4 * _MIB, -(-total // (4 * threads)))))
 
 
@@ -871,7 +875,7 @@ def _read_text(paths, fmt, client, n_vertices, opts):
     blocksize = options.blocksize
     if blocksize is None:
         blocksize = _auto_blocksize(paths, client)
-    files = [_SNIFF[fmt](path, _compression(path), os.path.getsize(path), options) for path in paths]
+    files = [_SNIFF[fmt](path, _compression(path), urls.getsize(path), options) for path in paths]
     tasks, owners = _scan_tasks(files, blocksize)
     results = map_tasks(_scan_text_block, tasks, client, "read-scan")
     per_file = [[] for _ in files]

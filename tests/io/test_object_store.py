@@ -1,0 +1,137 @@
+"""Object stores: reading graphs from ``s3://`` URLs and writing forests and labels there.
+
+A real S3 API is served locally by moto's server (started here, on 127.0.0.1) and spoken to
+through s3fs, exactly as a cluster in the cloud would: no mock of s3fs.  The workers are two
+processes, which get the URLs and their ``storage_options`` pickled with the sources.
+"""
+import numpy as np
+import pytest
+
+import mst_dist
+from support.naive import component_labels, kruskal
+from support.needs import module
+
+pytestmark = pytest.mark.processes
+
+BUCKET = "graphs"
+
+
+@pytest.fixture(scope="module")
+def s3():
+    """``storage_options`` of a fresh bucket on a moto server of this process."""
+    module("s3fs", 'pip install "mst-dist[s3]" (s3fs)')
+    moto_server = module("moto.server", 'pip install "moto[server]"')
+    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0)
+    server.start()
+    host, port = server.get_host_and_port()
+    options = {"key": "testing", "secret": "testing",
+               "client_kwargs": {"endpoint_url": f"http://{host}:{port}", "region_name": "us-west-2"}}
+    import s3fs
+
+    fs = s3fs.S3FileSystem(**options)
+    fs.mkdir(BUCKET)
+    yield options, fs
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def pclient():
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
+                      memory_limit="2GiB") as cluster, Client(cluster) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def graph():
+    g = mst_dist.generate("erdos_renyi", seed=9, n=2000, m=8000)
+    s, d, w = g.to_arrays()
+    exp, comps = kruskal(g.n_vertices, s, d, w)
+    return (s, d, w), g.n_vertices, exp, comps
+
+
+def _text(s, d, w):
+    return "".join(f"{a} {b} {c}\n" for a, b, c in zip(s.tolist(), d.tolist(), w.tolist())).encode()
+
+
+def test_read_text_and_parquet_from_s3(s3, pclient, graph):
+    options, fs = s3
+    (s, d, w), n, exp, _ = graph
+    half = len(s) // 2
+    fs.pipe(f"{BUCKET}/text/part-1.txt", _text(s[:half], d[:half], w[:half]))
+    fs.pipe(f"{BUCKET}/text/part-2.txt", _text(s[half:], d[half:], w[half:]))
+    g = mst_dist.read(f"s3://{BUCKET}/text/part-*.txt", storage_options=options, blocksize=16_384)
+    assert g.n_edges == len(s)
+    np.testing.assert_array_equal(mst_dist.minimum_spanning_forest(g, pclient, partitions=4).edge_ids, exp)
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    with fs.open(f"{BUCKET}/pq/g.parquet", "wb") as f:
+        pq.write_table(pa.table({"src": s, "dst": d, "weight": w}), f, row_group_size=1000)
+    g = mst_dist.read(f"s3://{BUCKET}/pq/g.parquet", storage_options=options)
+    assert g.n_edges == len(s)
+    np.testing.assert_array_equal(mst_dist.minimum_spanning_forest(g, pclient, partitions=3).edge_ids, exp)
+
+
+def test_missing_object(s3):
+    options, _ = s3
+    with pytest.raises(FileNotFoundError, match="no-such"):
+        mst_dist.read(f"s3://{BUCKET}/no-such.txt", storage_options=options)
+
+
+def test_output_and_labels_to_s3(s3, pclient, graph):
+    options, fs = s3
+    (s, d, w), n, exp, comps = graph
+    g = mst_dist.Graph.from_arrays(s, d, w, n_vertices=n)
+    fs.pipe(f"{BUCKET}/out/forest/stale.parquet", b"old")  # replaced, not mixed in
+    res = mst_dist.minimum_spanning_forest(g, pclient, partitions=3, output=f"s3://{BUCKET}/out/forest",
+                                           labels_output=f"s3://{BUCKET}/out/labels", storage_options=options)
+    assert res.forest_edges == len(exp) and res.n_components == comps
+    names = sorted(p.rsplit("/", 1)[1] for p in fs.find(f"{BUCKET}/out/forest"))
+    assert names == [f"part.{i:05d}.parquet" for i in range(3)]
+    import dask.dataframe as dd
+
+    forest = dd.read_parquet(f"s3://{BUCKET}/out/forest", storage_options=options).compute()
+    np.testing.assert_array_equal(forest["edge_id"].to_numpy(), exp)
+    labels = dd.read_parquet(f"s3://{BUCKET}/out/labels", storage_options=options).compute()
+    np.testing.assert_array_equal(labels["component"].to_numpy(), component_labels(n, s, d))
+    # nothing temporary is left next to them
+    assert sorted(p.rsplit("/", 1)[1] for p in fs.ls(f"{BUCKET}/out")) == ["forest", "labels"]
+
+
+def _fail_rows(start, stop):
+    raise RuntimeError("this source cannot be read")
+
+
+def test_failed_write_leaves_nothing(s3, pclient, graph, monkeypatch):
+    options, fs = s3
+    (s, d, w), n, exp, _ = graph
+    from mst_dist.io import writers
+
+    calls = []
+
+    def broken(path, *parts):  # the second part fails after the first was written
+        calls.append(path)
+        if path.endswith("part.00001.parquet"):
+            raise OSError("the store refused the part")
+        return real(path, *parts)
+
+    real = writers.write_forest_part
+    monkeypatch.setattr(writers, "write_forest_part", broken)
+    g = mst_dist.Graph.from_arrays(s, d, w, n_vertices=n)
+    with pytest.raises(OSError, match="refused"):
+        mst_dist.minimum_spanning_forest(g, pclient, partitions=3, output=f"s3://{BUCKET}/failed/forest",
+                                         storage_options=options)
+    fs.invalidate_cache()
+    assert not fs.exists(f"{BUCKET}/failed/forest")
+    assert [p for p in fs.find(f"{BUCKET}/failed") if ".tmp" in p] == []
+
+
+def test_unwritable_bucket_refused_before_the_run(s3, graph):
+    options, _ = s3
+    (s, d, w), n, _, _ = graph
+    with pytest.raises(PermissionError, match="output"):
+        mst_dist.minimum_spanning_forest(mst_dist.Graph.from_arrays(s, d, w), "embedded",
+                                         output="s3://no-such-bucket/forest", storage_options=options)
