@@ -142,7 +142,7 @@ class _AnotherError(MSTError, LookupError):
     (ImportError("dask_jobqueue is not installed: pip install 'mst-dist[hpc]'"), 2),
     (ConnectionError("cannot connect to the scheduler at tcp://127.0.0.1:1 within 2 s"), 1),
     (TimeoutError("no worker joined within 60 s"), 1),
-], ids=lambda v: type(v).__name__ if isinstance(v, BaseException) else str(v))
+], ids=lambda v: type(v).__name__ if isinstance(v, BaseException) else f"status-{v}")
 def test_each_error_ends_a_command_with_its_status(monkeypatch, capsys, exc, status):
     def fail(cluster, gpu=False):
         raise exc
