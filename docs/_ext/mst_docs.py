@@ -335,13 +335,13 @@ class RunConfigDirective(_Generated):
         return _list_table(("key", "type", "default", "applies to", "meaning"), rows, (20, 9, 9, 14, 48))
 
 
-def public_names():
-    """``mst_dist.__all__`` sorted into the API reference's sections: ``{section: [name]}``."""
+def public_names(module=mst_dist):
+    """A module's ``__all__`` sorted into the API reference's sections: ``{section: [name]}``."""
     import inspect
 
     sections = {"Errors": [], "Classes": [], "Functions": [], "Data": []}
-    for name in mst_dist.__all__:
-        obj = getattr(mst_dist, name)
+    for name in module.__all__:
+        obj = getattr(module, name)
         if inspect.isclass(obj) and issubclass(obj, BaseException):
             sections["Errors"].append(name)
         elif inspect.isclass(obj):
@@ -354,22 +354,32 @@ def public_names():
 
 
 class APIDirective(_Generated):
-    """``.. mst-api:: SECTION``: the names of ``mst_dist.__all__`` of one kind (see :func:`public_names`)."""
+    """``.. mst-api:: SECTION``: the names of a module's ``__all__`` of one kind (:func:`public_names`).
+
+    ``SECTION`` is ``Errors``, ``Classes``, ``Functions``, ``Data`` or ``All``; the
+    ``:module:`` option names the module (default ``mst_dist``).
+    """
 
     required_arguments = 1
+    option_spec = {"module": str}
 
     def lines(self):
-        out = [".. currentmodule:: mst_dist", ""]
+        import importlib
+
+        name = self.options.get("module", "mst_dist")
+        module = importlib.import_module(name)
         directive = {"Errors": "autoexception", "Classes": "autoclass", "Functions": "autofunction",
                      "Data": "autodata"}
         section = self.arguments[0]
-        if section not in directive:
-            raise self.error(f"mst-api: unknown section {section!r}; one of {', '.join(directive)}")
-        if True:
-            names = public_names()[section]
-            for name in names:
-                out.append(f".. {directive[section]}:: mst_dist.{name}")
-                if section in ("Errors", "Classes"):
+        if section not in (*directive, "All"):
+            raise self.error(f"mst-api: unknown section {section!r}; one of {', '.join(directive)}, All")
+        out = [f".. currentmodule:: {name}", ""]
+        for kind, names in public_names(module).items():
+            if section not in (kind, "All"):
+                continue
+            for attr in names:
+                out.append(f".. {directive[kind]}:: {name}.{attr}")
+                if kind in ("Errors", "Classes"):
                     out += ["   :members:", "   :show-inheritance:"]
                 out.append("")
         return out
@@ -456,7 +466,19 @@ def _optional_pages(app, docname, source):
         source[0] = "\n".join(line for line in source[0].split("\n") if line.strip() not in absent)
 
 
+def _no_class_doc_for_data(app, what, name, obj, options, lines):
+    """A data value without a comment of its own shows no docstring of its type (numpy's ``dtype``)."""
+    import inspect
+
+    if what != "data" or not lines:
+        return
+    type_doc = inspect.getdoc(type(obj)) or ""
+    if type_doc and "\n".join(lines).strip().startswith(type_doc.strip().splitlines()[0]):
+        lines[:] = []
+
+
 def setup(app):
+    app.connect("autodoc-process-docstring", _no_class_doc_for_data)
     app.add_config_value("mst_optional_pages", [], "env")
     app.connect("source-read", _optional_pages)
     app.connect("missing-reference", _source_tree_link)
