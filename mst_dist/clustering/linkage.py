@@ -42,8 +42,11 @@ def component_reps(n, labels, src, dst):
     labels = np.asarray(labels)
     if labels.shape[0] == 0:
         return np.zeros(0, dtype=np.int64)
-    _, first = np.unique(labels, return_index=True)
-    return np.sort(first).astype(np.int64)
+    # numbered by smallest vertex: a component's smallest vertex is where the running maximum rises
+    first = np.empty(labels.shape[0], dtype=bool)
+    first[0] = True
+    np.greater(labels[1:], np.maximum.accumulate(labels)[:-1], out=first[1:])
+    return np.flatnonzero(first).astype(np.int64)
 
 
 def linkage(result, *, join_distance=np.inf):
