@@ -13,7 +13,7 @@ import pytest
 import mst_dist
 from mst_dist.cli import commands as cli
 from mst_dist.cli.parser import build_parser
-from support import ROOT
+from support import ROOT, needs
 from support.oracle import assert_forest, assert_forest_file, assert_result, expected
 
 
@@ -198,13 +198,17 @@ def test_require_encryption_flags_reach_the_security_section(tmp_path):
     """--require-encryption and --no-require-encryption set cluster.security.require_encryption, for run,
     submit and generate alike."""
     from mst_dist.cli.parser import run_config_from_args
+    from support.tls import make_certs
 
+    needs.module("cryptography", "the test makes its certificates with it: pip install 'mst-dist[test]'")
+    certs = make_certs(tmp_path)
+    tls = ["--tls-ca-file", certs["ca_file"], "--tls-cert", certs["cert"], "--tls-key", certs["key"]]
     p = build_parser()
     for flag, want in (("--require-encryption", True), ("--no-require-encryption", False)):
         run = run_config_from_args(p.parse_args(["run", "--generate", "grid", "--rows", "2", "--cols", "2", flag]))
         assert run["cluster"]["security"]["require_encryption"] is want, flag
         sub = run_config_from_args(p.parse_args(["submit", "--generate", "grid", "--rows", "2", "--cols", "2",
-                                                 "--scheduler", "tcp://127.0.0.1:1", flag]))
+                                                 "--scheduler", "tls://127.0.0.1:1", *tls, flag]))
         assert sub["cluster"]["security"]["require_encryption"] is want, flag
         gen = p.parse_args(["generate", "grid", "-o", str(tmp_path / "g.npz"), flag])
         assert gen.require_encryption is want
