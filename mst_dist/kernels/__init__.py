@@ -29,9 +29,20 @@ Numba's cache, compiling ahead, the kernels' fingerprint) and
 from __future__ import annotations
 
 from mst_dist.kernels.contract import BACKENDS
-from mst_dist.kernels.gpu.device import GPU_INSTALL_HINT, GPUUnavailableError
 
 __all__ = ["backend", "ready", "BACKENDS", "GPU_INSTALL_HINT", "GPUUnavailableError"]
+
+#: Names of the GPU backend's device module offered here, imported on first use (importing the
+#: kernels, as ``import mst_dist`` does for the compile policy, loads no backend).
+_GPU_NAMES = ("GPU_INSTALL_HINT", "GPUUnavailableError")
+
+
+def __getattr__(name):
+    if name in _GPU_NAMES:
+        from mst_dist.kernels.gpu import device
+
+        return getattr(device, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def backend(name, xp=None):
