@@ -12,7 +12,7 @@ them; the constructor checks values that are already resolved.
 >>> RunSpec.build(backend="tpu")
 Traceback (most recent call last):
 ...
-mst_dist.config.ConfigError: backend: unknown backend 'tpu'; choose one of auto, cpu, gpu
+mst_dist.errors.ConfigError: backend: unknown backend 'tpu'; choose one of auto, cpu, gpu
 """
 from __future__ import annotations
 

@@ -304,12 +304,12 @@ def test_default_cluster_is_embedded():
 
 def test_gpu_backend_passed_through(tmp_path):
     """--backend gpu and `backend: gpu` reach the engine as they are: it decides what the cluster can run."""
-    kw = cli._engine_kwargs(cfg_of("--generate", "hypercube", "--d", "2", "--backend", "gpu"), None)
-    assert kw["backend"] == "gpu"
+    spec = cli._engine_spec(cfg_of("--generate", "hypercube", "--d", "2", "--backend", "gpu"), None)
+    assert spec.backend == "gpu"
     (tmp_path / "run.yaml").write_text("graph: {generate: {kind: hypercube, d: 2}}\nbackend: gpu\n")
-    assert cli._engine_kwargs(cfg_of(str(tmp_path / "run.yaml")), None)["backend"] == "gpu"
-    assert cli._engine_kwargs(cfg_of(str(tmp_path / "run.yaml"), "--backend", "cpu"), None)["backend"] == "cpu"
-    assert cli._engine_kwargs(cfg_of("--generate", "hypercube", "--d", "2"), None)["backend"] == "auto"
+    assert cli._engine_spec(cfg_of(str(tmp_path / "run.yaml")), None).backend == "gpu"
+    assert cli._engine_spec(cfg_of(str(tmp_path / "run.yaml"), "--backend", "cpu"), None).backend == "cpu"
+    assert cli._engine_spec(cfg_of("--generate", "hypercube", "--d", "2"), None).backend == "auto"
 
 
 def _one_line_error(err):
@@ -341,11 +341,11 @@ def test_engine_gpu_refusal_is_a_one_line_error(monkeypatch, capsys):
     message = ("backend='gpu' needs GPU workers, and none of the cluster's 1 worker(s) advertises "
                "resources={'GPU': 1}. A GPU worker needs CuPy: pip install 'mst-dist[gpu]'")
 
-    def refuse(graph, client=None, **kw):
-        assert kw["backend"] == "gpu"
+    def refuse(graph, client, spec):
+        assert spec.backend == "gpu"
         raise mst_dist.GPUUnavailableError(message)
 
-    monkeypatch.setattr(mst_dist, "minimum_spanning_forest", refuse)
+    monkeypatch.setattr(mst_dist.api, "solve", refuse)
     monkeypatch.setattr(cli, "_local_gpu", lambda cfg: False)  # the engine, not the CLI, refuses here
     assert cli.main(["run", "--generate", "hypercube", "--d", "2", "--backend", "gpu", "-q"]) == 2
     assert _one_line_error(capsys.readouterr().err) == f"mst-dist: error: {message}\n"
@@ -381,10 +381,10 @@ def test_local_gpu_only_for_local_kind_and_gpu_backends():
 
 @pytest.mark.usefixtures("restore_logging")
 def test_other_engine_errors_are_not_rewritten(monkeypatch):
-    def fail(graph, client=None, **kw):
+    def fail(graph, client, spec):
         raise RuntimeError("something else broke")
 
-    monkeypatch.setattr(mst_dist, "minimum_spanning_forest", fail)
+    monkeypatch.setattr(mst_dist.api, "solve", fail)
     with pytest.raises(RuntimeError, match="something else broke"):
         cli.main(["run", "--generate", "hypercube", "--d", "2", "-q"])
 
@@ -394,16 +394,16 @@ def test_placement_applies_to_the_run(tmp_path, monkeypatch, capsys):
     """A run config's placement section is the dask config mst.placement.* during its run only."""
     import dask.config
 
-    real = mst_dist.minimum_spanning_forest
+    real = mst_dist.api.solve
     seen = {}
 
-    def spy(graph, client=None, **kw):
+    def spy(graph, client, spec):
         seen["throughput"] = dask.config.get("mst.placement.throughput")
         seen["calibration"] = dask.config.get("mst.placement.calibration-edges")
-        seen["backend"] = kw["backend"]
-        return real(graph, client, **kw)
+        seen["backend"] = spec.backend
+        return real(graph, client, spec)
 
-    monkeypatch.setattr(mst_dist, "minimum_spanning_forest", spy)
+    monkeypatch.setattr(mst_dist.api, "solve", spy)
     (tmp_path / "run.yaml").write_text(
         "graph: {generate: {kind: grid, rows: 4, cols: 5}}\n"
         "placement:\n  throughput: {gpu: 40, cpu: 1}\n  calibration_edges: 4096\n")

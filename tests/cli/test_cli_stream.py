@@ -48,13 +48,13 @@ def test_stream_flag_and_key(tmp_path):
     assert cfg_of(str(tmp_path / "run.yaml"))["stream"] == "never"
     assert cfg_of(str(tmp_path / "run.yaml"), "--stream", "always")["stream"] == "always"  # the flag wins
     # what the API gets
-    assert cli._engine_kwargs(cfg_of(*GRID, "--stream", "never"), None)["stream"] == "never"
-    assert cli._engine_kwargs(cfg_of(str(tmp_path / "run.yaml")), None)["stream"] == "never"
+    assert cli._engine_spec(cfg_of(*GRID, "--stream", "never"), None).stream == "never"
+    assert cli._engine_spec(cfg_of(str(tmp_path / "run.yaml")), None).stream == "never"
 
 
 def test_stream_from_the_environment(environ):
     environ(DASK_MST__STREAM="always")
-    assert cli._engine_kwargs(cfg_of(*GRID), None)["stream"] == "always"
+    assert cli._engine_spec(cfg_of(*GRID), None).stream == "always"
     assert cfg_of(*GRID, "--stream", "never")["stream"] == "never"  # a flag beats the environment
 
 
