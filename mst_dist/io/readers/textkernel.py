@@ -107,6 +107,10 @@ def _is_float(buf, ts, te):
     return j == te
 
 
+# What a line's first non-blank byte makes it, besides data (``OK``) and errors.
+_COMMENT = -2
+
+
 @njit(cache=True, nogil=True)
 def _gr_line(buf, i):
     """What the ``.gr`` line whose first non-blank byte is at ``i`` is: ``(i, kind)``.
@@ -184,10 +188,6 @@ def _counts(st, rows, raw, lines, nf, fb, nck, maxid, nextck):
     st[S_NCK] = nck
     st[S_MAXID] = maxid
     st[S_NEXTCK] = nextck
-
-
-# What a line's first non-blank byte makes it, besides data (``OK``) and errors.
-_COMMENT = -2
 
 
 @njit(cache=True, nogil=True)
