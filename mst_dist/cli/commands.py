@@ -306,6 +306,10 @@ def _live_progress(args, console):
 def _visible(path):
     import glob
 
+    from mst_dist.io import urls
+
+    if urls.is_url(path):  # the workers reach an object store themselves
+        return True
     return os.path.exists(path) or bool(glob.glob(path))
 
 

@@ -16,6 +16,7 @@ import yaml
 from mst_dist.config import BACKENDS, STREAM_MODES, ConfigError, get
 from mst_dist.deploy import CLUSTERS, memory_limit_value, security_of
 from mst_dist.generators import GENERATORS, parameters, shared_parameters
+from mst_dist.io.urls import is_url
 
 __all__ = [
     "load_run_config",
@@ -238,8 +239,8 @@ def _validate_graph(raw, source, check_paths=True):
     if unknown and os.path.splitext(path)[1]:
         _fail("graph.input", f"cannot tell the format of {path!r} from its name; give "
               f"graph.format (one of {', '.join(FORMATS)})", source)
-    if check_paths and not is_glob and not os.path.exists(path):
-        _fail("graph.input", f"no such file: {path!r}", source)
+    if check_paths and not is_glob and not is_url(path) and not os.path.exists(path):
+        _fail("graph.input", f"no such file: {path!r}", source)  # a URL (s3://...) is looked up by read()
     if unknown:
         _fail("graph.input", f"cannot tell the format of {path!r} from its name; give "
               f"graph.format (one of {', '.join(FORMATS)})", source)

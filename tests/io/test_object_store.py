@@ -135,3 +135,23 @@ def test_unwritable_bucket_refused_before_the_run(s3, graph):
     with pytest.raises(PermissionError, match="output"):
         mst_dist.minimum_spanning_forest(mst_dist.Graph.from_arrays(s, d, w), "embedded",
                                          output="s3://no-such-bucket/forest", storage_options=options)
+
+
+def test_command_line_reads_a_url(s3, graph, tmp_path):
+    """``mst-dist run --input s3://...``: the store's endpoint and keys from the environment, as s3fs reads them."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    options, fs = s3
+    (s, d, w), n, exp, _ = graph
+    fs.pipe(f"{BUCKET}/cli/g.txt", _text(s, d, w))
+    env = dict(os.environ, AWS_ACCESS_KEY_ID=options["key"], AWS_SECRET_ACCESS_KEY=options["secret"],
+               AWS_DEFAULT_REGION=options["client_kwargs"]["region_name"],
+               AWS_ENDPOINT_URL=options["client_kwargs"]["endpoint_url"])
+    proc = subprocess.run([sys.executable, "-m", "mst_dist.cli", "run", "--input", f"s3://{BUCKET}/cli/g.txt",
+                           "--json"], env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads(proc.stdout)["summary"]
+    assert summary["forest_edges"] == len(exp) and summary["edges"] == len(s)
