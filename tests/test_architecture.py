@@ -15,13 +15,14 @@ PKG = pathlib.Path(ROOT) / "mst_dist"
 #: Each layer may import the layers listed after it (and itself), nothing above.
 LAYERS = [
     ("cli", "bench", "nx"),                # what a person runs; the networkx backend
-    ("api",),                              # minimum_spanning_forest (starts the embedded cluster)
+    ("api", "clustering.hdbscan"),         # minimum_spanning_forest (starts the embedded cluster); HDBSCAN runs it
     ("deploy",),                           # clusters mst-dist starts or joins
     ("diagnostics",),                      # dashboard page, figures, progress
     ("engine",),                           # task graphs over the kernels
     ("io", "generators"),                  # sources of edges, outputs
     # the data model, the settings, the environment
-    ("graph", "result", "config", "environment", "_version"),
+    ("graph", "result", "config", "environment", "_version",
+     "clustering"),                        # the forest's hierarchy, flat clusters, levels; kNN graphs
     ("kernels",),                          # arrays in, arrays out
     ("errors",),                           # every error class, one base: imports nothing of mst_dist
 ]
