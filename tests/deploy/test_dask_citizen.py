@@ -232,7 +232,7 @@ def test_asynchronous_client(cluster, small):
 
 
 def test_asynchronous_cancel_leaves_nothing(cluster):
-    big = mst_dist.generate("erdos_renyi", seed=7, n=200_000, m=2_000_000)
+    big = mst_dist.generate("erdos_renyi", seed=7, n=100_000, m=1_000_000)
 
     async def main():
         async with Client(cluster.scheduler_address, asynchronous=True) as c:
