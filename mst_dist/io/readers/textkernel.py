@@ -235,8 +235,7 @@ def parse_text(buf, pos0, spec, job, rows_out, floats_out, ck, st):
     maxid = st[S_MAXID]
     nextck = st[S_NEXTCK]
     status = OK
-    epos = eend = -1
-    _fail(st, OK, -1, -1, -1, -1, -1)
+    epos = eend = col = ls = -1
     floats_out[1][0] = 0
     while i < n:
         ls = i
@@ -263,7 +262,7 @@ def parse_text(buf, pos0, spec, job, rows_out, floats_out, ck, st):
         else:
             i, kind = _gr_line(buf, i)
             if kind != OK and kind != _COMMENT:
-                _fail(st, kind, lines, i, i + 1, 0, ls)
+                status, epos, eend, col = kind, i, i + 1, 0
                 break
         if kind == _COMMENT:
             while i < n and buf[i] != 10:
@@ -365,7 +364,6 @@ def parse_text(buf, pos0, spec, job, rows_out, floats_out, ck, st):
             elif v < 0 or (lim1 >= 0 and v >= lim1):
                 status, epos, eend, col = (E_LOW if v < 0 else E_HIGH), vs, ve, 1
         if status != OK:
-            _fail(st, status, lines, epos, eend, col, ls)
             break
         raw += 1
         if u > maxid:
@@ -390,4 +388,8 @@ def parse_text(buf, pos0, spec, job, rows_out, floats_out, ck, st):
             i += 1
         i += 1
         lines += 1
+    if status == OK:
+        _fail(st, OK, -1, -1, -1, -1, -1)
+    else:
+        _fail(st, status, lines, epos, eend, col, ls)
     _counts(st, rows, raw, lines, nf, fb, nck, maxid, nextck)
