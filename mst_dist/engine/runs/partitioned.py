@@ -47,6 +47,7 @@ class PartitionedRun(ResidentRun):
 
     kind = "partitioned"
     streams = False
+    keeps = False  # its ids and labels are per chunk and per range: gather=False is not offered yet
 
     def plan(self):
         super().plan()
