@@ -202,7 +202,7 @@ def solve(graph, client, spec) -> MSFResult:
     if choice.asynchronous:  # the caller awaits the result (mst_dist.deploy.aio)
         from mst_dist.deploy.aio import solve_async
 
-        return solve_async(graph, choice.client, spec)
+        return solve_async(solve, graph, choice.client, spec)
     if choice.kind != "embedded":
         from mst_dist.deploy.local import in_process_latency
 

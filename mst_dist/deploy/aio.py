@@ -39,12 +39,6 @@ def _twin(client):
                   name="mst-dist-run", timeout=30)
 
 
-def _solve(graph, twin, spec):
-    from mst_dist.api import solve
-
-    return solve(graph, twin, spec)
-
-
 def _abandon(twin):
     """Cancel everything ``twin`` holds, release the workers' scratch, close it (a cancelled run)."""
     from distributed import Future
@@ -62,10 +56,10 @@ def _abandon(twin):
         twin.close()
 
 
-async def _run(graph, client, spec):
+async def _run(solve, graph, client, spec):
     loop = asyncio.get_running_loop()
     twin = await loop.run_in_executor(None, _twin, client)
-    work = loop.run_in_executor(None, _solve, graph, twin, spec)
+    work = loop.run_in_executor(None, solve, graph, twin, spec)
     try:
         result = await asyncio.shield(work)
     except asyncio.CancelledError:
@@ -87,6 +81,9 @@ def _quiet(fut):
         logger.debug("a cancelled run stopped: %r", fut.exception())
 
 
-def solve_async(graph, client, spec):
-    """An awaitable of :func:`mst_dist.api.solve`'s result on the asynchronous ``client``'s cluster."""
-    return client.sync(_run, graph, client, spec)
+def solve_async(solve, graph, client, spec):
+    """An awaitable of ``solve(graph, c, spec)``, ``c`` a synchronous client of the asynchronous ``client``'s scheduler.
+
+    ``solve`` is :func:`mst_dist.api.solve` (passed in: this layer is below the API's).
+    """
+    return client.sync(_run, solve, graph, client, spec)
