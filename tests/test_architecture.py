@@ -346,3 +346,48 @@ def test_the_long_function_allowlist_is_still_needed():
     lines = _function_lines()
     stale = sorted(name for name in LONG_FUNCTION_ALLOWLIST if lines.get(name, 0) <= MAX_FUNCTION_LINES)
     assert not stale, "no longer long (or gone): drop from LONG_FUNCTION_ALLOWLIST: " + ", ".join(stale)
+
+
+# ---------------------------------------------------------------------------
+# no large class; runs are kinds, not branches
+# ---------------------------------------------------------------------------
+
+MAX_CLASS_LINES = 300
+
+
+def _classes():
+    for m, p in _modules().items():
+        for node in ast.walk(ast.parse(p.read_text())):
+            if isinstance(node, ast.ClassDef):
+                yield f"{m}.{node.name}", node
+
+
+def test_no_class_is_too_large():
+    """No class spans more than MAX_CLASS_LINES lines (docstrings included)."""
+    large = {name: node.end_lineno - node.lineno + 1 for name, node in _classes()
+             if node.end_lineno - node.lineno + 1 > MAX_CLASS_LINES}
+    assert not large, "classes too large (split them): " + ", ".join(f"{k} ({v} lines)" for k, v in large.items())
+
+
+def test_every_kind_of_run_is_a_module_of_its_own():
+    """Each kind of run is a Run subclass in a module of its own under engine/runs, listed in KINDS."""
+    from mst_dist.engine.runs import KINDS
+    from mst_dist.engine.runs.base import Run
+
+    modules = {cls.__module__ for cls in KINDS.values()}
+    assert len(modules) == len(KINDS)
+    for name, cls in KINDS.items():
+        assert issubclass(cls, Run) and cls.kind == name
+        assert cls.__module__.startswith("mst_dist.engine.runs.")
+
+
+def test_no_step_asks_which_kind_it_is_in():
+    """The steps of a run read no kind flag: no ``if self.streaming``/``isinstance(self, ...)`` in engine/runs."""
+    for m, p in _modules().items():
+        if not m.startswith("mst_dist.engine.runs"):
+            continue
+        for node in ast.walk(ast.parse(p.read_text())):
+            if isinstance(node, (ast.If, ast.IfExp)):
+                test = ast.unparse(node.test)
+                assert "self.streams" not in test and "self.kind" not in test and "isinstance(self" not in test, \
+                    f"{m}: a step branches on the kind of run ({test}); override the step in the kind instead"

@@ -107,5 +107,5 @@ def exact_bytes(client, rounds, token, since, n_workers):
                 continue
             per_round[key.round] = per_round.get(key.round, 0) + nb
     for r in rounds:
-        if r.mode == "distributed" or r.tasks:
+        if r.mode in ("distributed", "partitioned") or r.tasks:
             r.bytes_moved = per_round.get(r.round, 0)

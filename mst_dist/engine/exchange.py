@@ -4,7 +4,7 @@ Pregel's request-respond over Dask futures.  ``J`` requesters each hold
 some ids (a chunk's endpoints, a range's parents); ``R`` owners each hold the
 values of one range of ids.  :func:`exchange` submits, with no wait::
 
-    split     J tasks   a requester's ids grouped by owner (each id once)
+    split     J tasks   a requester's ids, sorted and cut by owner (each id once)
     serve     R tasks   an owner answers the ids every requester sent it
     assemble  J tasks   a requester puts its answers back in its ids' order
 
@@ -45,5 +45,5 @@ def exchange(client, key, requests, owners, *, serve, assemble, split, pins=None
 
 
 def _part(split_out, r):
-    """The ids a requester sends to owner ``r``."""
-    return split_out[1][r]
+    """The ids a requester sends to owner ``r`` (a :class:`~mst_dist.kernels.vertex_ranges.Split`)."""
+    return split_out.part(r)

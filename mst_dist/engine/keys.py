@@ -27,7 +27,7 @@ EVENT_TOPIC = "mst-dist"
 PREFIX = "mst-"
 
 _KEY = re.compile(r"^mst-(?P<phase>[a-z]+(?:-[a-z]+)*)-r(?P<round>\d+)-(?P<token>[0-9a-f]+)"
-                  r"(?:-s(?P<submission>\d+))?(?:-(?P<index>\d+(?:\.\d+)?))?$")
+                  r"(?:-s(?P<submission>\d+))?(?:-(?P<index>\d+(?:\.\d+)*))?$")
 
 
 @dataclass(frozen=True)

@@ -118,8 +118,7 @@ def range_candidates(table, lo, hi):
 def split_others(cand: RangeCandidates, bounds):
     """Ask for the candidate edge of each component's partner (the other end of its cheapest edge)."""
     ids = np.unique(cand.other)
-    order, parts = vr.split_by_owner(ids, bounds)
-    return (ids, order), parts
+    return vr.cut_sorted(ids, bounds)
 
 
 def serve_edge_ids(cand: RangeCandidates, *parts):
@@ -135,8 +134,8 @@ def hook(cand: RangeCandidates, split_out, *answers):
     component with no candidate has no edge left: finished (``-1``).
     Returns ``(RangeParents, chosen edge ids ascending)``.
     """
-    (ids, order), lo, hi = split_out[0], cand.lo, cand.hi
-    partner_eid = vr.put_back(order, answers)[np.searchsorted(ids, cand.other)]
+    ids, lo, hi = split_out.ids, cand.lo, cand.hi
+    partner_eid = vr.answers_of(split_out, answers)[np.searchsorted(ids, cand.other)]
     mutual = partner_eid == cand.eid
     parent = np.full(hi - lo, -1, np.int64)
     parent[cand.comp - lo] = cand.other
@@ -160,8 +159,7 @@ def chosen_of(hooked):
 def split_parents(rp: RangeParents, bounds):
     """Ask for the parent of each parent."""
     ids = np.unique(rp.parent[rp.parent >= 0])
-    order, parts = vr.split_by_owner(ids, bounds)
-    return (ids, order), parts
+    return vr.cut_sorted(ids, bounds)
 
 
 def serve_parents(rp: RangeParents, *parts):
@@ -170,8 +168,8 @@ def serve_parents(rp: RangeParents, *parts):
 
 def jump(rp: RangeParents, split_out, *answers):
     """``parent <- parent[parent]`` over one range; ``changed`` counts the pointers that moved."""
-    ids, order = split_out[0]
-    grand = vr.put_back(order, answers)
+    ids = split_out.ids
+    grand = vr.answers_of(split_out, answers)
     live = rp.parent >= 0
     new = rp.parent.copy()
     new[live] = grand[np.searchsorted(ids, rp.parent[live])]
@@ -211,8 +209,7 @@ def split_roots(numbered, bounds):
     rp = numbered[0]
     idx = np.arange(rp.lo, rp.hi)
     ids = np.unique(rp.parent[(rp.parent >= 0) & (rp.parent != idx)])
-    order, parts = vr.split_by_owner(ids, bounds)
-    return (ids, order), parts
+    return vr.cut_sorted(ids, bounds)
 
 
 def serve_new_ids(numbered, *parts):
@@ -223,8 +220,8 @@ def serve_new_ids(numbered, *parts):
 def relabel(numbered, split_out, *answers):
     """The range's round map: every component's new id (its root's), or ``-(F + 1)`` finished."""
     rp, m = numbered
-    ids, order = split_out[0]
-    new = vr.put_back(order, answers)
+    ids = split_out.ids
+    new = vr.answers_of(split_out, answers)
     idx = np.arange(rp.lo, rp.hi)
     lab = m.labels.copy()
     other = (rp.parent >= 0) & (rp.parent != idx)
@@ -239,8 +236,7 @@ def split_ends(mapped, bounds):
     """A chunk asks for the new ids of every component it touches."""
     u, v, _, _ = mapped[0].chunk.edges()
     ids = np.unique(np.concatenate([np.asarray(u, np.int64), np.asarray(v, np.int64)]))
-    order, parts = vr.split_by_owner(ids, bounds)
-    return (ids, order), parts
+    return vr.cut_sorted(ids, bounds)
 
 
 def serve_map(m: RangeMap, *parts):
@@ -255,8 +251,8 @@ def filter_block(mapped, split_out, *answers, n_next, next_bounds, chosen_parts=
     next_bounds)``, as :func:`prepare` does.
     """
     block = mapped[0]
-    ids, order = split_out[0]
-    new = vr.put_back(order, answers)
+    ids = split_out.ids
+    new = vr.answers_of(split_out, answers)
     u, v, key, eid = block.chunk.edges()
     nu = new[np.searchsorted(ids, np.asarray(u, np.int64))]
     nv = new[np.searchsorted(ids, np.asarray(v, np.int64))]
@@ -297,14 +293,13 @@ def first_labels(lo, hi):
 def split_live(vl: VertexLabels, bounds):
     """Ask the owners of the live components for their next ids."""
     ids = np.unique(vl.labels[vl.labels >= 0])
-    order, parts = vr.split_by_owner(ids, bounds)
-    return (ids, order), parts
+    return vr.cut_sorted(ids, bounds)
 
 
 def follow(vl: VertexLabels, split_out, *answers):
     """The labels after one more round (finished ones stay)."""
-    ids, order = split_out[0]
-    new = vr.put_back(order, answers)
+    ids = split_out.ids
+    new = vr.answers_of(split_out, answers)
     lab = vl.labels.copy()
     live = lab >= 0
     lab[live] = new[np.searchsorted(ids, lab[live])]
@@ -324,8 +319,7 @@ def split_finished(vl: VertexLabels, bounds):
     """Tell the owners of the finished ids which of them this range of vertices holds."""
     fid = -vl.labels - 1
     ids = np.unique(fid)
-    order, parts = vr.split_by_owner(ids, bounds)
-    return (ids, order), parts
+    return vr.cut_sorted(ids, bounds)
 
 
 def serve_firsts(_owner, *parts):
@@ -347,8 +341,8 @@ def serve_firsts(_owner, *parts):
 
 def firsts(vl: VertexLabels, split_out, *answers):
     """``(labels, finished ids first seen here in vertex order)``: those this range numbers."""
-    ids, order = split_out[0]
-    first = vr.put_back(order, answers, dtype=bool)
+    ids = split_out.ids
+    first = vr.answers_of(split_out, answers, dtype=bool)
     fid = -vl.labels - 1
     # the order of first appearance, over this range's vertices
     uniq, at = np.unique(fid, return_index=True)
@@ -387,8 +381,8 @@ def split_fids(f, bounds):
 def final_labels(f, split_out, *answers):
     """The canonical labels of this range of vertices."""
     vl = f[0]
-    ids, order = split_out[0]
-    lab = vr.put_back(order, answers)
+    ids = split_out.ids
+    lab = vr.answers_of(split_out, answers)
     return VertexLabels(vl.lo, vl.hi, lab[np.searchsorted(ids, -vl.labels - 1)])
 
 

@@ -13,9 +13,11 @@ The strict order is ``(key, eid)``: ``key`` is the weight's order-preserving
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
-__all__ = ["even_bounds", "owner_of", "split_by_owner", "put_back", "cheapest_by_end", "merge_cheapest",
+__all__ = ["even_bounds", "owner_of", "split_by_owner", "put_back", "Split", "cut_sorted", "answers_of", "cheapest_by_end", "merge_cheapest",
            "split_candidates", "EMPTY_CANDIDATES"]
 
 
@@ -47,6 +49,33 @@ def split_by_owner(ids, bounds):
     cuts = np.searchsorted(own[order], np.arange(bounds.shape[0]))
     grouped = ids[order]
     return order, [grouped[cuts[r]:cuts[r + 1]] for r in range(bounds.shape[0] - 1)]
+
+
+class Split(NamedTuple):
+    """Sorted, distinct ids cut by owner: owner ``r`` is asked for ``ids[cuts[r]:cuts[r + 1]]``."""
+
+    ids: np.ndarray
+    cuts: np.ndarray
+
+    def part(self, r):
+        return self.ids[self.cuts[r]:self.cuts[r + 1]]
+
+
+def cut_sorted(ids, bounds) -> Split:
+    """Sorted distinct ``ids`` cut by the ranges of ``bounds`` (no copy: each owner's ids are a slice).
+
+    >>> s = cut_sorted(np.array([1, 2, 5, 8]), np.array([0, 3, 10]))
+    >>> [s.part(r).tolist() for r in range(2)]
+    [[1, 2], [5, 8]]
+    """
+    return Split(ids, np.searchsorted(ids, bounds))
+
+
+def answers_of(split: Split, answers, dtype=np.int64):
+    """The owners' answers to a :class:`Split`, aligned with its ids."""
+    if not answers:
+        return np.zeros(0, dtype)
+    return np.concatenate([np.asarray(a, dtype=dtype) for a in answers])
 
 
 def put_back(order, answers, dtype=np.int64):

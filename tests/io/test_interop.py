@@ -224,7 +224,7 @@ def test_to_networkx_and_to_scipy_show_their_parameters():
 @pytest.mark.parametrize("partitions", [0, -2, 1.5, True, "many"])
 def test_partitions_must_be_positive(partitions):
     g = Graph.from_arrays([0], [1], [1])
-    with pytest.raises(ValueError, match="partitions must be a positive integer"):
+    with pytest.raises(ValueError, match="partitions: must be a positive integer"):
         mst_dist.minimum_spanning_forest(g, partitions=partitions)
 
 

@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import mst_dist
+from mst_dist.graph import vertex_memory
 from mst_dist.io.formats import GraphFormatError
 from mst_dist.io.readers import read
 from support.naive import kruskal
@@ -757,6 +758,12 @@ def check_against_reference(path, blob, ref, cuts, **opts):
     if len(s) == 0:  # no edge at all: an error unless allowed
         with pytest.raises(GraphFormatError, match="no edges"):
             read(path, client=False, **opts)
+    if vertex_memory(n) > os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"):
+        # an id so large that its per-vertex state cannot be held: refused, naming the line
+        with pytest.raises(GraphFormatError, match="per-vertex") as ei:
+            read(path, client=False, **opts)
+        assert ei.value.path == str(path) and ei.value.line is not None
+        return
     g = read(path, client=False, allow_empty=True, **opts)
     assert g.n_vertices == n and g.n_edges == len(s)
     got = g.to_arrays()

@@ -26,7 +26,7 @@ from distributed.scheduler import KilledWorker
 
 from mst_dist import config
 from mst_dist.config import ConfigError
-from mst_dist.graph import vertex_memory
+from mst_dist.graph import InvalidGraphError, human_bytes, vertex_memory
 from mst_dist.engine import interrupt
 from mst_dist.engine.keys import new_token
 from mst_dist.engine.plan import should_stream
@@ -59,8 +59,15 @@ def choose_kind(spec, graph, cluster: ClusterLayout, ckpt: RunCheckpoint | None)
     if ckpt is not None and ckpt.mode is not None:
         streams = ckpt.mode == "stream"
     mode = spec.vertex_partition
-    big = vertex_memory(graph.n_vertices) > cluster.min_memory // 4
+    need = vertex_memory(graph.n_vertices)
+    big = need > cluster.min_memory // 4
     if mode == "always" or (mode == "auto" and big and not streams and ckpt is None):
+        if need > cluster.total_memory // 2:
+            raise InvalidGraphError(
+                f"n_vertices = {graph.n_vertices} would need about {human_bytes(need)} of per-vertex arrays, "
+                f"more than half the cluster's memory ({human_bytes(cluster.total_memory)}) even spread over "
+                f"its workers: relabel the vertex ids to 0..n-1 (e.g. numpy.unique(ids, return_inverse=True)) "
+                f"or add workers", source=graph.name)
         if mode == "always" and (streams or ckpt is not None):
             raise ConfigError("vertex_partition='always' does not combine with "
                               f"{'streaming' if streams else 'checkpoints'} in this version: a partitioned run keeps "

@@ -159,12 +159,17 @@ def _expand(path_or_glob, fmt):
 
 
 def _worker_memory(client):
-    """Memory of the largest worker of the client's cluster (else of this machine), in bytes."""
+    """The memory the per-vertex state may take, in bytes: the largest worker's, or (unless
+    ``mst.vertex-partition`` is ``never``: the state is then spread over the workers) half the
+    cluster's; this machine's without a cluster."""
+    from mst_dist import config
+
     c = current_client(client)
     mem = 0
     if c is not None:
         try:
-            mem = max([(w.get("memory_limit") or 0) for w in c.scheduler_info()["workers"].values()] + [0])
+            limits = [(w.get("memory_limit") or 0) for w in c.scheduler_info()["workers"].values()] + [0]
+            mem = max(limits) if config.get("vertex-partition", None, "auto") == "never" else sum(limits) // 2
         except Exception:  # a closed or asynchronous client: this machine's memory
             logger.debug("could not read the workers' memory", exc_info=True)
     if not mem:
@@ -222,7 +227,7 @@ def _check_vertex_memory(sources, n, client):
     where, what = found if found is not None else ({}, f"largest vertex id {n - 1}")
     raise GraphFormatError(
         f"{what}: n_vertices = {n} would need about {human_bytes(vertex_memory(n))} of per-vertex "
-        f"arrays on one worker, more than a worker has ({human_bytes(mem)}); "
+        f"arrays, more than the cluster can hold ({human_bytes(mem)}); "
         f"relabel the vertex ids to 0..n-1 (e.g. numpy.unique(ids, return_inverse=True)), or, if the graph "
         f"really has that many vertices, give n_vertices (read(..., n_vertices=N), a run config's n_vertices) and workers with that memory", **where)
 

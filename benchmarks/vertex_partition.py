@@ -1,0 +1,142 @@
+"""Partitioned per-vertex state: bytes moved as workers are added, and graphs whose vertices exceed a worker.
+
+Two measurements, each on real worker processes (1 thread each), from the repository's root::
+
+    # bytes moved between workers on 4 and on 8 workers, centralised and partitioned rounds
+    python -m benchmarks.vertex_partition bytes --n 4194304 --m 16777216 --chunks 16 --out vp-bytes.json
+
+    # a graph whose per-vertex arrays exceed one worker's memory limit, partitioned, with the forest
+    # and labels written by the workers; beside it the same graph in one process (centralised)
+    python -m benchmarks.vertex_partition ceiling --n 134217728 --m 268435456 --workers 8 \\
+        --memory 1GiB --chunks 512 --ranges 256 --out vp-ceiling.json
+
+Every run's forest is compared with the centralised run's (edge ids, components); the JSON written
+holds the raw figures, and the tables printed go into docs/benchmarks.md.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import sys
+import tempfile
+import time
+
+import dask
+import numpy as np
+
+
+def _cluster(workers, memory):
+    from distributed import Client, LocalCluster
+
+    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, memory_limit=memory,
+                           dashboard_address=None)
+    return cluster, Client(cluster)
+
+
+def _run(graph, client, mode, chunks, ranges, **kw):
+    import mst_dist
+
+    settings = {"mst.vertex-base": 0, "mst.vertex-ranges": ranges} if mode == "always" else {}
+    t0 = time.perf_counter()
+    with dask.config.set(settings):
+        res = mst_dist.minimum_spanning_forest(graph, client, partitions=chunks, local_finish=0,
+                                               vertex_partition=mode, **kw)
+    return res, time.perf_counter() - t0
+
+
+def _rounds(res):
+    return [{"round": r.round, "mode": r.mode, "components": r.components_before, "edges": r.edges_before,
+             "bytes_moved": r.bytes_moved, "seconds": r.wall_seconds} for r in res.stats.rounds]
+
+
+def bytes_moved(args):
+    """Bytes moved between workers, per round and in all, on 4 and 8 workers, both modes."""
+    import mst_dist
+
+    g = mst_dist.generate("erdos_renyi", seed=args.seed, n=args.n, m=args.m)
+    out, ref = [], None
+    for workers in (4, 8):
+        cluster, client = _cluster(workers, args.memory)
+        try:
+            for mode in ("never", "always"):
+                res, seconds = _run(g, client, mode, args.chunks, args.ranges or 2 * workers)
+                if ref is None:
+                    ref = res.edge_ids
+                assert np.array_equal(res.edge_ids, ref), "forests differ"
+                out.append({"workers": workers, "mode": mode, "seconds": seconds,
+                            "bytes_moved": res.stats.bytes_moved, "rounds": _rounds(res)})
+                print(f"{workers} workers, vertex_partition={mode}: {seconds:.1f} s, "
+                      f"{res.stats.bytes_moved / 2**20:.0f} MiB moved", flush=True)
+        finally:
+            client.close()
+            cluster.close()
+    for mode in ("never", "always"):
+        a, b = (next(r for r in out if r["workers"] == w and r["mode"] == mode) for w in (4, 8))
+        print(f"{mode}: bytes moved 8 / 4 workers = {b['bytes_moved'] / max(1, a['bytes_moved']):.2f}x")
+    return {"graph": {"n": args.n, "m": args.m, "chunks": args.chunks}, "runs": out}
+
+
+def ceiling(args):
+    """A graph whose per-vertex arrays exceed each worker's memory: partitioned, written by the workers."""
+    import mst_dist
+    from mst_dist.io.writers import read_forest_dataset
+
+    g = mst_dist.generate("erdos_renyi", seed=args.seed, n=args.n, m=args.m)
+    tmp = tempfile.mkdtemp(prefix="mst-vp-")
+    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    cluster, client = _cluster(args.workers, args.memory)
+    try:
+        res, seconds = _run(g, client, "always", args.chunks, args.ranges, output=os.path.join(tmp, "forest"),
+                            labels_output=os.path.join(tmp, "labels"))
+        lost = len(client.scheduler_info()["workers"]) < args.workers
+    finally:
+        client.close()
+        cluster.close()
+    rss1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    print(f"partitioned on {args.workers} x {args.memory}: {seconds:.1f} s, client grew "
+          f"{(rss1 - rss0) / 2**20:.0f} MiB, workers lost: {lost}", flush=True)
+    single = {}
+    if not args.no_single:
+        from distributed import Client, LocalCluster
+
+        with LocalCluster(n_workers=1, threads_per_worker=os.cpu_count(), processes=False,
+                          dashboard_address=None) as lc, Client(lc) as c1:
+            t0 = time.perf_counter()
+            ref = mst_dist.minimum_spanning_forest(g, c1, vertex_partition="never")
+            single = {"seconds": time.perf_counter() - t0}
+        ids = read_forest_dataset(os.path.join(tmp, "forest"))[0]
+        assert np.array_equal(ids, ref.edge_ids), "forests differ"
+        assert res.n_components == ref.n_components
+        print(f"single process: {single['seconds']:.1f} s; same forest and components", flush=True)
+    return {"graph": {"n": args.n, "m": args.m}, "workers": args.workers, "memory": args.memory,
+            "seconds": seconds, "client_growth_bytes": rss1 - rss0, "workers_lost": lost,
+            "components": res.n_components, "forest_edges": res.forest_edges, "single": single,
+            "rounds": _rounds(res)}
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="python -m benchmarks.vertex_partition", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="what", required=True)
+    for name in ("bytes", "ceiling"):
+        s = sub.add_parser(name)
+        s.add_argument("--n", type=int, default=2**22)
+        s.add_argument("--m", type=int, default=2**24)
+        s.add_argument("--chunks", type=int, default=16)
+        s.add_argument("--ranges", type=int, default=None)
+        s.add_argument("--memory", default="4GiB")
+        s.add_argument("--seed", type=int, default=1)
+        s.add_argument("--out", default=None)
+    sub.choices["ceiling"].add_argument("--workers", type=int, default=8)
+    sub.choices["ceiling"].add_argument("--no-single", action="store_true")
+    args = p.parse_args(argv)
+    result = bytes_moved(args) if args.what == "bytes" else ceiling(args)
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(result, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,162 @@
+"""Partitioned runs: the per-vertex state cut into ranges of component ids, owned by tasks.
+
+Every check is against the Kruskal oracle (edge ids, rows, total, components, labels), with the
+partitioned rounds forced (``vertex_partition="always"``, ``mst.vertex-base: 0``) on small graphs.
+"""
+import os
+import signal
+import threading
+
+import dask
+import numpy as np
+import pytest
+
+import mst_dist
+from mst_dist.engine.runs import choose_kind
+from mst_dist.engine.runs.connect import ClusterLayout
+from mst_dist.engine.spec import RunSpec
+from mst_dist.errors import ConfigError, InvalidGraphError
+from support.cases import ALL, EngineCases, check
+from support.naive import component_labels, kruskal
+
+
+def partitioned(g, client, ranges=5, base=0, **kw):
+    with dask.config.set({"mst.vertex-base": base, "mst.vertex-ranges": ranges}):
+        res = mst_dist.minimum_spanning_forest(g, client, vertex_partition="always", **kw)
+    assert res.stats.vertex_partition == {"ranges": ranges, "base_components": base}
+    if g.n_edges and base == 0 and kw.get("local_finish") == 0:
+        assert res.stats.rounds[0].mode == "partitioned"
+    return res
+
+
+class TestPartitionedRounds(EngineCases):
+    """The shared cases, every round partitioned: 5 ranges, 4 chunks, fan-in 2, two workers."""
+
+    def run(self, g, request):
+        return partitioned(g, request.getfixturevalue("client2"), partitions=4, local_finish=0, split_every=2)
+
+
+@pytest.mark.processes
+class TestPartitionedProcesses(EngineCases):
+    """The shared cases on two worker processes: candidates, requests and answers pickled between them."""
+
+    def run(self, g, request):
+        return partitioned(g, request.getfixturevalue("pclient"), ranges=3, partitions=3, local_finish=0)
+
+
+@pytest.mark.parametrize("ranges,base,partitions", [(1, 0, 1), (64, 0, 7), (7, 40, 3), (3, 10**9, 2)],
+                         ids=["one-range", "more-ranges-than-components", "base-case-midway", "base-at-once"])
+@pytest.mark.parametrize("case", [c for c in ALL if c[0] in ("erdos_renyi-1", "grid-6", "rmat-7", "disconnected",
+                                                             "parallel-edges", "erdos_renyi-float")],
+                         ids=lambda c: c[0])
+def test_range_counts_and_base_case(client2, case, ranges, base, partitions):
+    name, n, src, dst, w = case
+    g = mst_dist.Graph.from_arrays(src, dst, w, n_vertices=n)
+    res = partitioned(g, client2, ranges=ranges, base=base, partitions=partitions, local_finish=0)
+    check(res, n, src, dst, w)
+
+
+def test_outputs_written_per_range(client2, tmp_path):
+    """With output= and labels_output= the workers write the forest per chunk and the labels per range."""
+    g = mst_dist.generate("erdos_renyi", seed=7, n=3000, m=4000)
+    s, d, w = g.to_arrays()
+    res = partitioned(g, client2, ranges=6, partitions=5, local_finish=0, output=tmp_path / "forest",
+                      labels_output=tmp_path / "labels")
+    exp, comps = kruskal(g.n_vertices, s, d, w)
+    assert res.edge_ids is None and res.labels is None
+    assert res.forest_edges == exp.shape[0] and res.n_components == comps
+    ids, src, dst, weight = mst_dist.read_forest(tmp_path / "forest")
+    np.testing.assert_array_equal(ids, exp)
+    np.testing.assert_array_equal(weight, w[exp])
+    import pyarrow.parquet as pq
+
+    t = pq.read_table(tmp_path / "labels").sort_by("vertex")
+    np.testing.assert_array_equal(t.column("vertex").to_numpy(), np.arange(g.n_vertices))
+    np.testing.assert_array_equal(t.column("component").to_numpy(), component_labels(g.n_vertices, s, d))
+    assert len(os.listdir(tmp_path / "labels")) == 6
+
+
+def _layout(min_memory, max_memory=None):
+    return ClusterLayout(workers=("w",), threads=1, kinds={"w": "cpu"}, device_memory=None, min_memory=min_memory,
+                         max_memory=min_memory if max_memory is None else max_memory,
+                         total_memory=2**34, throughput=None, measured=None)
+
+
+def test_auto_partitions_when_vertices_do_not_fit_one_worker():
+    g = mst_dist.generate("grid", seed=1, rows=100, cols=100)  # 10,000 vertices: 320 kB of state
+    assert choose_kind(RunSpec.build(), g, _layout(2**30), None) == "resident"
+    assert choose_kind(RunSpec.build(), g, _layout(2**20), None) == "partitioned"
+    assert choose_kind(RunSpec.build(vertex_partition="always"), g, _layout(2**30), None) == "partitioned"
+    with pytest.raises(InvalidGraphError, match="per-vertex arrays"):
+        choose_kind(RunSpec.build(vertex_partition="never"), g, _layout(2**16), None)
+
+
+def test_vertices_beyond_the_whole_cluster_are_refused():
+    g = mst_dist.Graph.from_arrays([0], [2**40], [1.0])
+    with pytest.raises(InvalidGraphError, match="even spread over"):
+        choose_kind(RunSpec.build(), g, _layout(2**30), None)
+
+
+def test_always_refuses_what_it_cannot_do_yet():
+    g = mst_dist.generate("grid", seed=1, rows=10, cols=10)
+    with pytest.raises(ConfigError, match="streaming"):
+        choose_kind(RunSpec.build(vertex_partition="always", stream="always"), g, _layout(2**30), None)
+    with pytest.raises(ConfigError, match="unknown mode"):
+        RunSpec.build(vertex_partition="sometimes")
+
+
+@pytest.mark.processes
+def test_worker_killed_in_a_partitioned_round(pclient):
+    """SIGKILL a worker process as partitioned round 1 starts: Dask recomputes what it held, same ids."""
+    g = mst_dist.generate("erdos_renyi", seed=21, n=5000, m=20000)
+    s, d, w = g.to_arrays()
+    exp, _ = kruskal(g.n_vertices, s, d, w)
+    pids = pclient.run(os.getpid)
+    victim = sorted(pids)[0]
+    killed = threading.Event()
+
+    def progress(ev):
+        if ev["round"] == 1 and ev["phase"] == "map" and not killed.is_set():
+            os.kill(pids[victim], signal.SIGKILL)
+            killed.set()
+
+    res = partitioned(g, pclient, ranges=4, partitions=4, local_finish=0, progress=progress)
+    assert killed.is_set()
+    np.testing.assert_array_equal(res.edge_ids, exp)
+    pclient.wait_for_workers(2, timeout=60)
+
+
+def test_no_task_output_holds_n_bytes(client2):
+    """With every round partitioned over 32 ranges, no mst-* task's result holds n bytes or more."""
+    from distributed.diagnostics.plugin import SchedulerPlugin
+
+    class TaskBytes(SchedulerPlugin):
+        name = "mst-test-task-bytes"
+
+        def __init__(self):
+            self.sizes = {}
+
+        def start(self, scheduler):
+            self.scheduler = scheduler
+
+        def transition(self, key, start, finish, *args, **kwargs):
+            if finish == "memory" and isinstance(key, str) and key.startswith("mst-"):
+                ts = self.scheduler.tasks.get(key)
+                if ts is not None and ts.nbytes is not None:
+                    self.sizes[key] = max(self.sizes.get(key, 0), ts.nbytes)
+
+    def largest(dask_scheduler):
+        sizes = dask_scheduler.plugins["mst-test-task-bytes"].sizes
+        return max(sizes.items(), key=lambda kv: kv[1]), len(sizes)
+
+    n = 2**20  # a sparse graph: most vertices are isolated, and finish in the first round
+    g = mst_dist.generate("erdos_renyi", seed=3, n=n, m=2**17)
+    client2.register_plugin(TaskBytes())
+    try:
+        res = partitioned(g, client2, ranges=32, partitions=8, local_finish=0)
+        (key, nbytes), seen = client2.run_on_scheduler(largest)
+    finally:
+        client2.unregister_scheduler_plugin("mst-test-task-bytes")
+    assert seen > 500  # the plugin saw the run's tasks
+    assert nbytes < n, f"{key} holds {nbytes} bytes"
+    assert res.n_components > 1 and res.forest_edges == g.n_vertices - res.n_components
