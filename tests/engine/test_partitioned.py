@@ -16,7 +16,7 @@ from mst_dist.engine.runs import choose_kind
 from mst_dist.engine.runs.connect import ClusterLayout
 from mst_dist.engine.spec import RunSpec
 from mst_dist.errors import ConfigError, InvalidGraphError
-from support.cases import ALL, EngineCases, check
+from support.cases import ALL, HAND, check
 from support.naive import component_labels, kruskal
 
 
@@ -29,38 +29,52 @@ def partitioned(g, client, ranges=5, base=0, **kw):
     return res
 
 
-class TestPartitionedRounds(EngineCases):
-    """The shared cases, every round partitioned: 5 ranges, 4 chunks, fan-in 2, two workers."""
+#: The cases a partitioned run is checked on: every hand case, and graphs of several families
+#: (many components, a grid, R-MAT, float weights).  Each partitioned round is a few hundred small
+#: tasks, so the families are fewer than the resident runs' (which are checked on all of them).
+CASES = [c for c in ALL if c[0] in {h[0] for h in HAND} | {"erdos_renyi-1", "grid-6", "rmat-7", "erdos_renyi-float"}]
 
-    def run(self, g, request):
-        return partitioned(g, request.getfixturevalue("client2"), partitions=4, local_finish=0, split_every=2)
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_partitioned_rounds(client2, case):
+    """Every round partitioned: 3 ranges, 3 chunks, fan-in 2, two workers."""
+    name, n, src, dst, w = case
+    g = mst_dist.Graph.from_arrays(src, dst, w, n_vertices=n)
+    check(partitioned(g, client2, ranges=3, partitions=3, local_finish=0, split_every=2), n, src, dst, w)
 
 
 @pytest.mark.processes
-class TestPartitionedProcesses(EngineCases):
-    """The shared cases on two worker processes: candidates, requests and answers pickled between them."""
-
-    def run(self, g, request):
-        return partitioned(g, request.getfixturevalue("pclient"), ranges=3, partitions=3, local_finish=0)
-
-
-@pytest.mark.parametrize("ranges,base,partitions", [(1, 0, 1), (64, 0, 7), (7, 40, 3), (3, 10**9, 2)],
-                         ids=["one-range", "more-ranges-than-components", "base-case-midway", "base-at-once"])
-@pytest.mark.parametrize("case", [c for c in ALL if c[0] in ("erdos_renyi-1", "grid-6", "rmat-7", "disconnected",
-                                                             "parallel-edges", "erdos_renyi-float")],
+@pytest.mark.parametrize("case", [c for c in ALL if c[0] in ("wikipedia", "int64-extremes", "erdos_renyi-1")],
                          ids=lambda c: c[0])
-def test_range_counts_and_base_case(client2, case, ranges, base, partitions):
+def test_partitioned_on_processes(pclient, case):
+    """Two worker processes: candidates, requests and answers pickled between them."""
     name, n, src, dst, w = case
+    g = mst_dist.Graph.from_arrays(src, dst, w, n_vertices=n)
+    check(partitioned(g, pclient, ranges=3, partitions=3, local_finish=0), n, src, dst, w)
+
+
+@pytest.mark.parametrize("case,ranges,base,partitions", [
+    ("rmat-7", 1, 0, 1),            # one range: the exchanges talk to one owner
+    ("wikipedia", 16, 0, 2),        # more ranges than components
+    ("rmat-7", 4, 40, 3),           # the centralised rounds take over midway
+    ("disconnected", 3, 10**9, 2),  # the base case at once
+], ids=["one-range", "more-ranges-than-components", "base-case-midway", "base-at-once"])
+def test_range_counts_and_base_case(client2, case, ranges, base, partitions):
+    name, n, src, dst, w = next(c for c in ALL if c[0] == case)
     g = mst_dist.Graph.from_arrays(src, dst, w, n_vertices=n)
     res = partitioned(g, client2, ranges=ranges, base=base, partitions=partitions, local_finish=0)
     check(res, n, src, dst, w)
+    modes = {r.mode for r in res.stats.rounds}
+    assert ("partitioned" in modes) == (base < n)
+    if 0 < base < n:  # partitioned rounds, then the centralised ones
+        assert modes - {"partitioned"}
 
 
 def test_outputs_written_per_range(client2, tmp_path):
     """With output= and labels_output= the workers write the forest per chunk and the labels per range."""
     g = mst_dist.generate("erdos_renyi", seed=7, n=3000, m=4000)
     s, d, w = g.to_arrays()
-    res = partitioned(g, client2, ranges=6, partitions=5, local_finish=0, output=tmp_path / "forest",
+    res = partitioned(g, client2, ranges=4, partitions=3, local_finish=0, output=tmp_path / "forest",
                       labels_output=tmp_path / "labels")
     exp, comps = kruskal(g.n_vertices, s, d, w)
     assert res.edge_ids is None and res.labels is None
@@ -73,7 +87,7 @@ def test_outputs_written_per_range(client2, tmp_path):
     t = pq.read_table(tmp_path / "labels").sort_by("vertex")
     np.testing.assert_array_equal(t.column("vertex").to_numpy(), np.arange(g.n_vertices))
     np.testing.assert_array_equal(t.column("component").to_numpy(), component_labels(g.n_vertices, s, d))
-    assert len(os.listdir(tmp_path / "labels")) == 6
+    assert len(os.listdir(tmp_path / "labels")) == 4
 
 
 def _layout(min_memory, max_memory=None):
@@ -150,7 +164,7 @@ def test_no_task_output_holds_n_bytes(client2):
         return max(sizes.items(), key=lambda kv: kv[1]), len(sizes)
 
     n = 2**20  # a sparse graph: most vertices are isolated, and finish in the first round
-    g = mst_dist.generate("erdos_renyi", seed=3, n=n, m=2**17)
+    g = mst_dist.generate("erdos_renyi", seed=3, n=n, m=2**16)
     client2.register_plugin(TaskBytes())
     try:
         res = partitioned(g, client2, ranges=32, partitions=8, local_finish=0)
