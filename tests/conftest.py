@@ -21,7 +21,7 @@ def client():
     from distributed import Client, LocalCluster
 
     with LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
-                      dashboard_address=":0") as cluster, Client(cluster) as c:
+                      dashboard_address=":0") as cluster, Client(cluster, set_as_default=False) as c:
         yield c
 
 
@@ -31,7 +31,7 @@ def client2():
     from distributed import Client, LocalCluster
 
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                      dashboard_address=":0") as cluster, Client(cluster) as c:
+                      dashboard_address=":0") as cluster, Client(cluster, set_as_default=False) as c:
         yield c
 
 
@@ -41,7 +41,7 @@ def pclient():
     from distributed import Client, LocalCluster
 
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                      dashboard_address=":0", memory_limit="4GiB") as cluster, Client(cluster) as c:
+                      dashboard_address=":0", memory_limit="4GiB") as cluster, Client(cluster, set_as_default=False) as c:
         yield c
 
 

@@ -116,15 +116,15 @@ def test_printed_dashboard_link_answers(monkeypatch, capsys, tmp_path):
     URL, on loopback, and it answers over HTTP while the run goes."""
     import mst_dist.diagnostics.dashboard as dash
 
-    real = mst_dist.minimum_spanning_forest
+    real = mst_dist.api.solve
     seen = {}
 
-    def run(graph, client, **kw):
+    def run(graph, client, spec):
         seen["url"] = dash.dashboard_link(client)
         seen["status"], seen["page"] = fetch(seen["url"])
-        return real(graph, client, **kw)
+        return real(graph, client, spec)
 
-    monkeypatch.setattr(mst_dist, "minimum_spanning_forest", run)
+    monkeypatch.setattr(mst_dist.api, "solve", run)
     report = tmp_path / "report.json"
     assert cli.main(["run", "--generate", "grid", "--rows", "20", "--cols", "20", "-v", "--report",
                      str(report)]) == 0
