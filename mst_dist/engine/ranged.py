@@ -355,14 +355,31 @@ def count_firsts(f):
     return int(f[1].shape[0])
 
 
+class Numbered(NamedTuple):
+    """The labels a range of vertices gives its first-seen finished ids, sorted by id and cut by owner."""
+
+    ids: np.ndarray
+    labels: np.ndarray
+    cuts: np.ndarray
+
+
 def numbered_parts(f, offset, bounds):
-    """The labels this range gives its first-seen finished ids, cut by the owners of the ids."""
+    """The labels this range gives its first-seen finished ids, cut by the owners of the ids.
+
+    One record of whole arrays (not a list of parts): what Dask measures
+    of it is what it holds.
+    """
     mine = f[1]
     lab = offset + np.arange(mine.shape[0], dtype=np.int64)
     order = np.argsort(mine, kind="stable")
     mine, lab = mine[order], lab[order]
-    cuts = np.searchsorted(mine, bounds)
-    return [(mine[cuts[r]:cuts[r + 1]], lab[cuts[r]:cuts[r + 1]]) for r in range(bounds.shape[0] - 1)]
+    return Numbered(mine, lab, np.searchsorted(mine, bounds))
+
+
+def numbered_part(nb: Numbered, r):
+    """Owner ``r``'s part of a :class:`Numbered`: ``(ids, labels)``."""
+    a, b = nb.cuts[r], nb.cuts[r + 1]
+    return nb.ids[a:b], nb.labels[a:b]
 
 
 def keep_labels(lo, hi, *parts):

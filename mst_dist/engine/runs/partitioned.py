@@ -225,7 +225,7 @@ class PartitionedRun(ResidentRun):
         pushed = [c.submit(ranged.numbered_parts, f, int(offsets[j]), fb, key=key("numbered", st.rnd, j))
                   for j, f in enumerate(firsts)]
         kept = [c.submit(ranged.keep_labels, int(fb[r]), int(fb[r + 1]),
-                         *[c.submit(operator.getitem, p, r, key=key("numbered-part", st.rnd, f"{j}.{r}"))
+                         *[c.submit(ranged.numbered_part, p, r, key=key("numbered-part", st.rnd, f"{j}.{r}"))
                            for j, p in enumerate(pushed)], key=key("numbered-kept", st.rnd, r))
                 for r in range(fb.shape[0] - 1)]
         return self._exchange("canonical", st.rnd, firsts, kept, split=functools.partial(ranged.split_fids, bounds=fb),
