@@ -315,19 +315,19 @@ class MSFResult:
 
     def linkage(self, *, join_distance=np.inf):
         """The single-linkage hierarchy, SciPy's ``(n - 1) x 4`` linkage matrix; see :func:`mst_dist.clustering.linkage`."""
-        from mst_dist.clustering import linkage
+        from mst_dist.clustering.linkage import linkage
 
         return linkage(self, join_distance=join_distance)
 
     def clusters(self, threshold=None, n_clusters=None, *, join_distance=np.inf):
         """Flat clusters (``fcluster``'s ``distance`` or ``maxclust`` cut); see :func:`mst_dist.clustering.clusters`."""
-        from mst_dist.clustering import clusters
+        from mst_dist.clustering.flat import clusters
 
         return clusters(self, threshold, n_clusters, join_distance=join_distance)
 
     def levels(self, *, levels_output=None):
         """The components after each Borůvka round (affinity clustering); see :func:`mst_dist.clustering.levels`."""
-        from mst_dist.clustering import levels
+        from mst_dist.clustering.levels import levels
 
         return levels(self, levels_output=levels_output)
 

@@ -17,12 +17,19 @@ import logging
 import time
 from typing import Callable
 
-from distributed import wait
+from distributed.client import _wait
 
 from mst_dist.engine import accounting
 from mst_dist.engine.runs.state import SolveState
 
 logger = logging.getLogger("mst_dist")
+
+
+def wait_on(client, futures):
+    """Wait for ``futures`` on ``client`` (``distributed.wait`` would look for the default client)."""
+    futures = [f for f in futures if hasattr(f, "key")]
+    if futures:
+        client.sync(_wait, futures)
 
 
 class Solver:
@@ -80,7 +87,7 @@ class Solver:
         st.chunks, st.heavy = split
         st.light_maps = []
         ts = time.perf_counter()
-        wait(st.chunks + st.heavy)
+        wait_on(self.run.client, st.chunks + st.heavy)
         self.run.stats.setup_seconds += ts - tp  # load + prepare ran until the samples came back
         st.split_seconds = time.perf_counter() - ts
 
@@ -149,7 +156,7 @@ class Solver:
         t0 = time.perf_counter()
         run.events.emit(round=st.rnd, phase="local", components=st.n_comp, edges=st.edges_left)
         if st.chunks is None:  # straight from the raw chunks: prepared inside the task
-            wait(st.raws)  # loading the graph is setup, not the solve's first round
+            wait_on(run.client, st.raws)  # loading the graph is setup, not the solve's first round
             if not stats.setup_seconds:
                 stats.setup_seconds = time.perf_counter() - run.t_start
             t0 = time.perf_counter()

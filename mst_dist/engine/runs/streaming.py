@@ -198,7 +198,7 @@ class StreamingRun(Run):
         index = {f.key: i for i, f in enumerate(futs)}
         done = read = kept = edges = 0
         last = 0.0
-        for f in as_completed(futs):
+        for f in as_completed(futs, loop=self.client.loop):
             r = f.result()
             results[index[f.key]] = r
             nb, ne, nk = measure(r)
