@@ -244,6 +244,7 @@ def _run_resilient(graph, client, spec, retries=None):
     """
     from distributed.client import FutureCancelledError
 
+    from mst_dist.deploy.aio import abandoned
     from mst_dist.engine.runs import execute
 
     retries = _conf("retries", retries, 2)
@@ -253,7 +254,7 @@ def _run_resilient(graph, client, spec, retries=None):
             result.nodes = graph.meta.get("nodes")
             return result
         except FutureCancelledError as e:  # a stalled cluster (ClusterStalledError) is not retried
-            if attempt == retries:
+            if attempt == retries or abandoned(client):  # a cancelled asynchronous run is not started again
                 raise
             logger.warning("lost data with a worker (%s); starting the run again (%d/%d)",
                            e, attempt + 1, retries)

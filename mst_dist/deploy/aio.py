@@ -9,11 +9,14 @@ convention of Dask's own libraries) that
 1. opens a synchronous client of the same scheduler, with the same security
    (its own connection and thread, so the caller's event loop never blocks),
 2. runs the engine with it in a thread of the loop's executor, and
-3. when the awaiting task is cancelled, cancels every future of that client
-   -- they are exactly the run's, as the client is the run's alone -- asks
-   the workers to release the kernels' scratch, and closes the client, so
-   that within moments the scheduler holds none of the run's tasks; the
-   engine's thread then stops at its next wait.
+3. when the awaiting task is cancelled, marks the client abandoned (the
+   engine does not start the run again, as it would after a lost worker),
+   cancels every future of that client -- they are exactly the run's, as
+   the client is the run's alone -- asks the workers to release the
+   kernels' scratch, waits for the engine's thread to stop at its next
+   wait, and closes the client, so that within moments the scheduler holds
+   none of the run's tasks and no thread of the run is left behind (an
+   event loop's executor can shut down).
 
 Other clients of the scheduler, and their runs, are left alone.  A result
 kept on the workers (``gather=False``) keeps the run's client open until it
@@ -24,10 +27,24 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import weakref
 
-__all__ = ["solve_async"]
+__all__ = ["abandoned", "solve_async"]
 
 logger = logging.getLogger("mst_dist")
+
+#: seconds a cancelled run's thread is given to stop before its client is closed under it
+STOP_WAIT = 60.0
+
+_ABANDONED: "weakref.WeakSet" = weakref.WeakSet()
+
+
+def abandoned(client) -> bool:
+    """Whether ``client`` is the client of a run whose awaiting task was cancelled."""
+    try:
+        return client in _ABANDONED
+    except TypeError:  # pragma: no cover - an object without weak references
+        return False
 
 
 def _twin(client):
@@ -39,8 +56,8 @@ def _twin(client):
                   name="mst-dist-run", timeout=30)
 
 
-def _abandon(twin):
-    """Cancel everything ``twin`` holds, release the workers' scratch, close it (a cancelled run)."""
+def _cancel_all(twin):
+    """Cancel every future ``twin`` holds and release the workers' scratch (a cancelled run)."""
     from distributed import Future
 
     from mst_dist.engine.scratch import release_scratch
@@ -52,8 +69,25 @@ def _abandon(twin):
         twin.run(release_scratch, None)
     except Exception:  # a scheduler gone: nothing of the run is left there either
         logger.debug("cancelling the run's futures failed", exc_info=True)
-    finally:
-        twin.close()
+
+
+async def _abandon(loop, twin, work):
+    """Stop a run whose awaiting task was cancelled: no retry, no futures, its thread ended, its client closed.
+
+    The client is closed only after the engine's thread stopped: a
+    synchronous call of a client whose loop closes under it never returns.
+    """
+    _ABANDONED.add(twin)
+    await loop.run_in_executor(None, _cancel_all, twin)
+    try:
+        await asyncio.wait_for(asyncio.shield(work), STOP_WAIT)
+    except asyncio.TimeoutError:
+        logger.warning("a cancelled run's thread did not stop within %.0f s; closing its client", STOP_WAIT)
+    except BaseException:  # the engine stopped with the cancellation's error, as expected
+        pass
+    else:
+        await loop.run_in_executor(None, _cancel_all, twin)  # it finished before it saw the cancellation
+    await loop.run_in_executor(None, twin.close)
 
 
 async def _run(solve, graph, client, spec):
@@ -63,8 +97,8 @@ async def _run(solve, graph, client, spec):
     try:
         result = await asyncio.shield(work)
     except asyncio.CancelledError:
-        await loop.run_in_executor(None, _abandon, twin)
         work.add_done_callback(_quiet)  # the engine's thread ends at its next wait; its error is expected
+        await asyncio.shield(_abandon(loop, twin, work))
         raise
     except BaseException:
         await loop.run_in_executor(None, twin.close)

@@ -231,7 +231,13 @@ def test_asynchronous_client(cluster, small):
     np.testing.assert_array_equal(df["edge_id"].to_numpy(), exp)
 
 
-def test_asynchronous_cancel_leaves_nothing(cluster):
+@pytest.mark.parametrize("later", [0.0, 0.4, 1.2])
+def test_asynchronous_cancel_leaves_nothing(cluster, later):
+    """Cancelled as soon as the run has tasks, or a little later (mid-round, between rounds).
+
+    ``asyncio.run`` returns only once its executor's threads ended: a run's
+    thread left waiting on a closed client would hang it here.
+    """
     big = mst_dist.generate("erdos_renyi", seed=7, n=100_000, m=1_000_000)
 
     async def main():
@@ -242,11 +248,14 @@ def test_asynchronous_cancel_leaves_nothing(cluster):
                 if _mst_keys(cluster):
                     break
             assert _mst_keys(cluster), "the run never started"
+            await asyncio.sleep(later)
             task.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await task
 
+    start = time.monotonic()
     asyncio.run(main())
+    assert time.monotonic() - start < 120, "the cancelled run's thread outlived its awaiting task"
     assert _wait_no_mst_keys(cluster) == []
 
 
