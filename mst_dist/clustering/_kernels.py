@@ -21,58 +21,50 @@ def _find(parent, x):
 
 
 @njit(nogil=True, cache=True)
-def linkage_rows(n, src, dst, height, order, reps, join_height):
+def linkage_rows(n, src, dst, height, reps, join_height):
     """Rows of the single-linkage matrix: Kruskal's merges over the forest, then joins.
 
-    ``height[e]``: float64 merge height of forest edge ``e``; ``order``: the
-    edges in ``(weight, edge id)`` order; ``reps``: one vertex per connected
-    component, in order of the components' smallest vertex.  Each forest edge
-    merges the clusters of its ends; cluster ids are SciPy's (vertices
-    ``0..n-1``, the cluster made by row ``i`` is ``n + i``), a row is
-    ``[smaller id, larger id, height, size]``.  Then the cluster of
-    ``reps[0]`` joins ``reps[1]``'s, then ``reps[2]``'s, ... at
-    ``join_height``.
+    ``src``/``dst``/``height`` (float64): the forest's edges already in
+    ``(weight, edge id)`` order (gathered by the caller, so that this walk
+    reads them in sequence); ``reps``: one vertex per connected component, in
+    order of the components' smallest vertex.  Each forest edge merges the
+    clusters of its ends; cluster ids are SciPy's (vertices ``0..n-1``, the
+    cluster made by row ``i`` is ``n + i``), a row is ``[smaller id, larger
+    id, height, size]``.  Then the cluster of ``reps[0]`` joins ``reps[1]``'s,
+    then ``reps[2]``'s, ... at ``join_height``.  A root's size and cluster id
+    sit side by side (one cache line per root reached).
     """
     rows = max(n - 1, 0)
     Z = np.empty((rows, 4), dtype=np.float64)
     parent = np.arange(n)
-    size = np.ones(n, dtype=np.int64)
-    cid = np.arange(n)
+    root = np.empty((n, 2), dtype=np.int64)  # [size, cluster id] of each root
+    for v in range(n):
+        root[v, 0] = 1
+        root[v, 1] = v
     i = 0
-    for k in range(order.shape[0]):
-        e = order[k]
-        ra = _find(parent, src[e])
-        rb = _find(parent, dst[e])
+    m = src.shape[0]
+    for k in range(m + max(reps.shape[0] - 1, 0)):
+        if k < m:
+            ra = _find(parent, src[k])
+            rb = _find(parent, dst[k])
+            h = height[k]
+        else:
+            ra = _find(parent, reps[0])
+            rb = _find(parent, reps[k - m + 1])
+            h = join_height
         if ra == rb:  # not a forest (a caller's mistake): such an edge merges nothing
             continue
-        ca, cb = cid[ra], cid[rb]
+        ca, cb = root[ra, 1], root[rb, 1]
         Z[i, 0] = min(ca, cb)
         Z[i, 1] = max(ca, cb)
-        Z[i, 2] = height[e]
-        s = size[ra] + size[rb]
+        Z[i, 2] = h
+        s = root[ra, 0] + root[rb, 0]
         Z[i, 3] = s
-        if size[ra] < size[rb]:
+        if root[ra, 0] < root[rb, 0]:
             ra, rb = rb, ra
         parent[rb] = ra
-        size[ra] = s
-        cid[ra] = n + i
-        i += 1
-    for k in range(1, reps.shape[0]):
-        ra = _find(parent, reps[0])
-        rb = _find(parent, reps[k])
-        if ra == rb:
-            continue
-        ca, cb = cid[ra], cid[rb]
-        Z[i, 0] = min(ca, cb)
-        Z[i, 1] = max(ca, cb)
-        Z[i, 2] = join_height
-        s = size[ra] + size[rb]
-        Z[i, 3] = s
-        if size[ra] < size[rb]:
-            ra, rb = rb, ra
-        parent[rb] = ra
-        size[ra] = s
-        cid[ra] = n + i
+        root[ra, 0] = s
+        root[ra, 1] = n + i
         i += 1
     return Z[:i]
 

@@ -65,13 +65,18 @@ def clusters(result, threshold=None, n_clusters=None, *, join_distance=np.inf):
             raise ValueError("clusters: threshold must be a number, got nan")
         k = -1
     n = int(result.n_vertices)
-    src, dst, weight, order = forest_arrays(result, "clusters")
+    # a distance cut is the union of the edges at or below it, in any order: no sort
+    src, dst, weight, order = forest_arrays(result, "clusters", ordered=k >= 0)
     height = weight.astype(np.float64, copy=False)
+    m = src.shape[0]
     reps = component_reps(n, result.labels, src, dst)
     if reps.shape[0] > 1:  # the components' joins, last
         j = reps.shape[0] - 1
         src = np.concatenate([src, np.full(j, reps[0], dtype=np.int64)])
         dst = np.concatenate([dst, reps[1:]])
         height = np.concatenate([height, np.full(j, float(join_distance))])
-        order = np.concatenate([order, np.arange(order.shape[0], order.shape[0] + j)])
+        if order is not None:
+            order = np.concatenate([order, np.arange(m, m + j)])
+    if order is None:
+        order = np.flatnonzero(height <= t)
     return flat_labels(n, src, dst, height, order, k, t)

@@ -3,11 +3,13 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["forest_arrays", "linkage"]
+__all__ = ["engine_order", "forest_arrays", "linkage"]
 
 
-def forest_arrays(result, what="the linkage"):
+def forest_arrays(result, what="the linkage", ordered=True):
     """The forest of ``result`` as ``(src, dst, weight, order)``, ``order`` its ``(weight, edge id)`` order.
+
+    ``ordered=False``: ``order`` is ``None`` (a caller that needs no order).
 
     ``src``/``dst`` are int64, ``weight`` as stored; the forest's rows are in
     edge id order, so a stable sort by weight is the engine's order.  A
@@ -25,8 +27,37 @@ def forest_arrays(result, what="the linkage"):
     if result.edge_ids.shape[0] > 1 and not np.all(np.diff(result.edge_ids) > 0):
         by_id = np.argsort(result.edge_ids, kind="stable")
         src, dst, weight = src[by_id], dst[by_id], weight[by_id]
-    order = np.argsort(weight, kind="stable")
-    return src, dst, weight, order
+    return src, dst, weight, engine_order(weight) if ordered else None
+
+
+def engine_order(weight):
+    """Positions of ``weight`` in ``(weight, position)`` order: a stable argsort, computed faster.
+
+    NumPy's stable sort of floats is a merge sort, about 3x slower than its
+    unstable (vectorised) one.  The unstable sort is exact where no two
+    weights are equal; with ties, one sort of unique int64 keys ``(group of
+    equal weights, position)`` puts each group's positions in order.
+    """
+    weight = np.asarray(weight)
+    m = weight.shape[0]
+    order = np.argsort(weight)
+    if m < 2:
+        return order.astype(np.int64, copy=False)
+    ws = weight[order]
+    starts = ws[1:] != ws[:-1]
+    if weight.dtype.kind == "f":  # nan sorts last and is never equal to itself: one group
+        both_nan = np.isnan(ws[1:]) & np.isnan(ws[:-1])
+        starts &= ~both_nan
+    if starts.all():
+        return order.astype(np.int64, copy=False)
+    group = np.empty(m, dtype=np.int64)
+    group[0] = 0
+    np.cumsum(starts, out=group[1:])
+    if m > np.iinfo(np.int64).max // m:  # pragma: no cover - beyond 3e9 forest edges
+        return np.argsort(weight, kind="stable")
+    key = group * m + order
+    key.sort()
+    return key % m
 
 
 def component_reps(n, labels, src, dst):
@@ -116,7 +147,7 @@ def linkage(result, *, join_distance=np.inf):
         raise ValueError(f"join_distance={join_distance!r} is below the forest's largest weight "
                          f"{height.max()!r}: the components' joins must come last")
     reps = component_reps(n, result.labels, src, dst)
-    Z = linkage_rows(n, src, dst, height, order, reps, join_distance)
+    Z = linkage_rows(n, src[order], dst[order], height[order], reps, join_distance)
     if Z.shape[0] != max(n - 1, 0):
         raise ValueError(f"the forest's {src.shape[0]} edges over {n} vertices are not a forest "
                          f"(a cycle): the linkage has {Z.shape[0]} rows, not {max(n - 1, 0)}")
