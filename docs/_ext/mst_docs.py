@@ -105,7 +105,8 @@ RUN_CONFIG_TEXT = {
     "graph.generate": "A graph generated on the workers, chunk by chunk "
                       "(:func:`mst_dist.generate`): ``kind`` and that family's parameters.",
     "graph.generate.kind": "The generator family.",
-    "graph.input": "A file, a glob or a directory, read on the workers (:func:`mst_dist.read`).",
+    "graph.input": "A file, a glob or a directory, read on the workers (:func:`mst_dist.read`); "
+                   "or a URL (``s3://``, ``gs://``, ``abfs://``, ``https://``), with ``storage_options``.",
     "graph.format": "The input's format; default: from the file name.",
     "graph.options": "Reader options given to :func:`mst_dist.read`: ``dedupe_directions``, "
                      "``allow_empty`` and each format's own (see :doc:`/io`).",
@@ -113,14 +114,19 @@ RUN_CONFIG_TEXT = {
                   "largest id + 1. Only with ``graph.input``: a generator sets its own.",
     "output": "Where the forest (``edge_id, src, dst, weight``) is written; absent: it is not "
               "written.",
-    "output.path": "The file; its directory must exist. Required in ``output``.",
+    "output.path": "The file; its directory must exist. Or a URL (``s3://bucket/forest.parquet``), "
+                   "with ``storage_options``. Required in ``output``.",
     "output.format": "The file's format; default: from the extension.",
     "checkpoint": "Save the run's state after each round or pass, so that the same run started "
                   "again goes on from there; absent: no checkpoint.",
     "checkpoint.path": "The directory (created if missing), on storage the workers and the client "
-                       "share. Required in ``checkpoint``.",
+                       "share, or a URL with ``storage_options``. Required in ``checkpoint``.",
     "checkpoint.resume": "Go on from the state found in ``checkpoint.path`` (``false``: discard it "
                          "and start over).",
+    "storage_options": "Options of the file system of URL paths (``graph.input``, ``output.path``, "
+                       "``checkpoint.path``): credentials, endpoint, as ``dask.dataframe`` takes them. "
+                       "``--storage-options JSON`` is merged over it. Their values never appear in the "
+                       "run report.",
     "placement": "Where edge chunks go on a cluster that mixes CPU and GPU workers.",
     "cluster": "The cluster the run starts or connects to (see :doc:`/guide/clusters`).",
     "cluster.cuda_visible_devices": "The GPUs a ``local-cuda`` cluster uses (``\"0,1\"``); "
@@ -197,7 +203,8 @@ def run_config_rows():
                     "stream": "stream"}
     top_types = {"graph": "mapping", "n_vertices": "int|null", "backend": "str", "partitions": "int|null",
                  "local_finish": "str|int", "stream": "str", "placement": "mapping",
-                 "output": "mapping|null", "checkpoint": "mapping|null", "cluster": "mapping"}
+                 "output": "mapping|null", "checkpoint": "mapping|null", "cluster": "mapping",
+                 "storage_options": "mapping|null"}
     choices = {"backend": rc.BACKENDS, "stream": rc.STREAM_MODES, "local_finish": ("auto", "an integer"),
                "graph.generate.kind": tuple(GENERATORS), "graph.format": FORMATS,
                "output.format": FOREST_FORMATS, "cluster.kind": rc.CLUSTER_KINDS}
@@ -221,7 +228,8 @@ def run_config_rows():
     for key in rc._TOP_KEYS:
         setting = top_settings.get(key)
         default = _literal(defaults["mst." + setting]) if setting else (
-            "required" if key == "graph" else "``null``" if key in ("n_vertices", "output", "checkpoint")
+            "required" if key == "graph" else "``null``" if key in ("n_vertices", "output", "checkpoint",
+                                                                     "storage_options")
             else "see below")
         add(key, top_types[key], default, setting=setting)
         if key == "graph":

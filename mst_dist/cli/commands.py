@@ -104,7 +104,7 @@ def build_graph(cfg):
     path = spec["input"]
     try:
         return read(path, spec.get("format"), n_vertices=cfg["n_vertices"],
-                    **spec.get("options", {}))
+                    storage_options=cfg.get("storage_options"), **spec.get("options", {}))
     except FileNotFoundError as e:
         raise ConfigError(f"graph.input: {e}", key="graph.input") from None
     except InvalidGraphError:
@@ -150,7 +150,7 @@ def _engine_spec(cfg, progress):
     ck = cfg.get("checkpoint") or {}
     return RunSpec.build(partitions=cfg["partitions"], local_finish=cfg["local_finish"], backend=cfg["backend"],
                          stream=cfg["stream"], progress=progress, checkpoint=ck.get("path"),
-                         resume=ck.get("resume", True))
+                         resume=ck.get("resume", True), storage_options=cfg.get("storage_options"))
 
 
 def _local_gpu(cfg):
@@ -341,7 +341,7 @@ def _check_report_paths(args, cfg=None):
         if path is None:
             continue
         try:
-            check_writable(path, flag)
+            check_writable(path, flag, cfg.get("storage_options") if cfg is not None else None)
         except OSError as e:
             raise ConfigError(str(e), key=flag) from None
     if args.plot is not None:
@@ -451,7 +451,8 @@ def _run(args, console=None):
         close()
     output = None
     if cfg["output"] is not None:
-        output = write_forest(result, cfg["output"]["path"], cfg["output"]["format"])
+        output = write_forest(result, cfg["output"]["path"], cfg["output"]["format"],
+                              storage_options=cfg.get("storage_options"))
         logger.info("wrote %s forest edges to %s", f"{result.n_forest_edges:,}", output)
     flat = _write_clustering(args, result)
     wall = time.perf_counter() - t0

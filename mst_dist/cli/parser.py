@@ -103,6 +103,19 @@ def _memory_limit(text):
     return text
 
 
+def _storage_options(text):
+    """``--storage-options``: a JSON object."""
+    import json
+
+    try:
+        value = json.loads(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"expected a JSON object, got {text!r} ({e})") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"expected a JSON object ({{...}}), got {type(value).__name__} {text!r}")
+    return value
+
+
 _LOG_LEVELS = ("debug", "info", "warning", "error")
 
 
@@ -176,6 +189,12 @@ def _add_run_arguments(r, submit=False):
     o.add_argument("--clusters-output", metavar="PATH",
                    help="with --clusters: write each vertex's cluster to PATH (.npy, int64)")
 
+    s = r.add_argument_group("object stores")
+    s.add_argument("--storage-options", type=_storage_options, metavar="JSON",
+                   help="options of the file system of s3://, gs://, abfs:// ... paths (--input, --output, "
+                        "--checkpoint), a JSON object as dask.dataframe takes them, e.g. "
+                        "'{\"anon\": true}' or '{\"client_kwargs\": {\"endpoint_url\": \"http://...\"}}'; "
+                        "merged over the config's storage_options")
     k = r.add_argument_group("checkpoint (go on after preemption)")
     k.add_argument("--checkpoint", metavar="DIR",
                    help="save the run's state to DIR after each round or pass (on storage the workers "
@@ -361,6 +380,9 @@ def run_config_from_args(args):
             raise ConfigError("--resume/--no-resume: only with a checkpoint (--checkpoint DIR, or a "
                               "config with checkpoint.path)")
         raw["checkpoint"] = {**raw["checkpoint"], "resume": args.resume}
+    if getattr(args, "storage_options", None) is not None:
+        so = raw.get("storage_options")
+        raw["storage_options"] = {**(so if isinstance(so, dict) else {}), **args.storage_options}
     if args.output is not None:
         raw["output"] = {"path": args.output}
     if args.format is not None:

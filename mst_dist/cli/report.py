@@ -42,9 +42,18 @@ def cluster_shape(client, kind=None):
             "workers": workers}
 
 
+def _redacted(value):
+    """``storage_options`` with every value hidden (they hold credentials); nested mappings keep their keys."""
+    if isinstance(value, dict):
+        return {k: _redacted(v) for k, v in value.items()}
+    return "***"
+
+
 def run_report(cfg, result, wall_seconds, output=None, cluster=None):
-    """The JSON-able report of a run (a dict)."""
+    """The JSON-able report of a run (a dict); the values of ``storage_options`` are not in it."""
     st = result.stats
+    if cfg.get("storage_options"):
+        cfg = {**cfg, "storage_options": _redacted(cfg["storage_options"])}
     return {
         "config": cfg,
         "versions": versions(),

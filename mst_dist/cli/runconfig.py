@@ -58,7 +58,7 @@ _WEIGHTS = next(p.choices for p in shared_parameters() if p.name == "weights")
 # --------------------------------------------------------------------------
 
 _TOP_KEYS = ("graph", "n_vertices", "backend", "partitions", "local_finish", "stream", "placement",
-             "output", "checkpoint", "cluster")
+             "output", "checkpoint", "cluster", "storage_options")
 _GRAPH_KEYS = ("generate", "input", "format", "options")
 _OUTPUT_KEYS = ("path", "format")
 _CHECKPOINT_KEYS = ("path", "resume")
@@ -256,11 +256,12 @@ def _validate_output(raw, source):
         return None
     out = _mapping("output", raw, _OUTPUT_KEYS, source, required=("path",))
     path = _check_type("output.path", out["path"], "str", source)
-    directory = os.path.dirname(os.path.abspath(path))
-    if os.path.isdir(path):
-        _fail("output.path", f"{path!r} is a directory; give a file name", source)
-    if not os.path.isdir(directory):
-        _fail("output.path", f"directory {directory!r} does not exist", source)
+    if not is_url(path):  # a URL (s3://...) is checked by a trial write before the run
+        directory = os.path.dirname(os.path.abspath(path))
+        if os.path.isdir(path):
+            _fail("output.path", f"{path!r} is a directory; give a file name", source)
+        if not os.path.isdir(directory):
+            _fail("output.path", f"directory {directory!r} does not exist", source)
     fmt = out.get("format")
     if fmt is not None:
         _check_type("output.format", fmt, "str", source)
@@ -280,7 +281,7 @@ def _validate_checkpoint(raw, source, check_paths=True):
     out = _mapping("checkpoint", raw, _CHECKPOINT_KEYS, source, required=("path",))
     path = _check_type("checkpoint.path", out["path"], "str", source)
     resume = _check_type("checkpoint.resume", out.get("resume", True), "bool", source)
-    if check_paths and os.path.exists(path) and not os.path.isdir(path):
+    if check_paths and not is_url(path) and os.path.exists(path) and not os.path.isdir(path):
         _fail("checkpoint.path", f"{path!r} is a file; give a directory (created if missing)", source)
     return {"path": path, "resume": resume}
 
@@ -396,7 +397,10 @@ def validate_run_config(raw, source=None, check_paths=True):
     (``{"throughput": None or {"gpu": x, "cpu": y}, "calibration_edges": n}``),
     ``output`` (``None`` or ``{"path", "format"}``), ``checkpoint`` (``None`` or
     ``{"path", "resume"}``: where the run saves its state after each round or
-    pass, and whether a rerun goes on from it) and ``cluster``.  Raises :class:`ConfigError`
+    pass, and whether a rerun goes on from it), ``cluster`` and ``storage_options`` (``None`` or
+    the options of the file system of URL paths -- ``s3://...`` -- in ``graph.input``,
+    ``output.path`` and ``checkpoint.path``: credentials, endpoint, as ``dask.dataframe`` takes
+    them).  Raises :class:`ConfigError`
     naming the first bad key path; ``source`` (a file name) prefixes the
     message.  ``check_paths=False`` leaves out the check that an input file
     exists here (``mst-dist submit``: the workers read it, and check it).
@@ -441,6 +445,7 @@ def validate_run_config(raw, source=None, check_paths=True):
     out["output"] = _validate_output(raw.get("output"), source)
     out["checkpoint"] = _validate_checkpoint(raw.get("checkpoint"), source, check_paths)
     out["cluster"] = _validate_cluster(raw.get("cluster"), source)
+    out["storage_options"] = _check_type("storage_options", raw.get("storage_options"), "mapping|null", source)
     return out
 
 

@@ -119,6 +119,57 @@ def check_writable(path, what="output", storage_options=None):
     return full
 
 
+class _url_file:
+    """:class:`atomic_path` for a URL: a local temporary file, uploaded next to the target and moved onto it.
+
+    The upload goes to a hidden object beside the target, which is then
+    moved into place (on S3 a single object appears whole or not at all);
+    on an exception neither the target nor anything temporary is left.
+    ``path`` is the URL written.
+    """
+
+    def __init__(self, path, storage_options=None):
+        from mst_dist.io import urls
+
+        self.path = str(path)
+        self.fs, self._target = urls.filesystem(path, storage_options)
+        self._local = None
+
+    def __enter__(self):
+        import tempfile
+
+        fd, self._local = tempfile.mkstemp(prefix=".mst-dist-", suffix=".tmp")
+        os.close(fd)
+        return self._local
+
+    def __exit__(self, exc_type, exc, tb):
+        import posixpath
+
+        parent, name = posixpath.split(self._target.rstrip("/"))
+        hidden = f"{parent}/.{name}.{secrets.token_hex(4)}.tmp"
+        try:
+            if exc_type is None:
+                try:
+                    self.fs.put_file(self._local, hidden)
+                    self.fs.mv(hidden, self._target)
+                finally:
+                    if self.fs.exists(hidden):
+                        self.fs.rm(hidden)
+                    self.fs.invalidate_cache()
+        finally:
+            _remove(self._local)
+        return False
+
+
+def _atomic_target(path, storage_options=None):
+    """Where a single-file writer writes: :class:`atomic_path`, or :class:`_url_file` for a URL."""
+    from mst_dist.io import urls
+
+    if urls.is_url(path):
+        return _url_file(path, storage_options)
+    return atomic_path(path)
+
+
 class _Probe(Exception):
     """Ends :func:`check_writable`'s trial write without renaming it into place."""
 
@@ -168,7 +219,7 @@ def _write_npz(cols, tmp):
 _WRITERS = {"parquet": _write_parquet, "csv": _write_csv, "npz": _write_npz}
 
 
-def write_forest(result, path, format=None, *, labels=None):
+def write_forest(result, path, format=None, *, labels=None, storage_options=None):
     """Write a forest's edges (``edge_id, src, dst, weight``) to a file, atomically.
 
     Parameters
@@ -177,6 +228,9 @@ def write_forest(result, path, format=None, *, labels=None):
         The forest (its ``edge_ids``, ``src``, ``dst``, ``weight``).
     path : str or os.PathLike
         Target file; its directory must exist.  An existing file is replaced.
+        A URL (``s3://bucket/forest.parquet``, ...) is written through
+        fsspec with ``storage_options``: uploaded beside the target, then
+        moved onto it.
     format : {"parquet", "csv", "npz"}, optional
         Default: from the extension (``.parquet``/``.pq``, ``.csv``, ``.npz``).
     labels : bool or path, optional
@@ -211,14 +265,14 @@ def write_forest(result, path, format=None, *, labels=None):
         extra = _labels_array(result)
     elif labels is not None and labels is not False:
         _labels_array(result)  # fail before writing anything
-    target = atomic_path(path)
+    target = _atomic_target(path, storage_options)
     with target as tmp:
         if extra is not None:
             _write_npz({**cols, "labels": extra}, tmp)
         else:
             _WRITERS[format](cols, tmp)
     if labels is not None and labels is not False and labels is not True:
-        write_labels(result, labels)
+        write_labels(result, labels, storage_options=storage_options)
     return target.path
 
 
@@ -232,10 +286,11 @@ def _labels_array(result):
     return labels.astype(np.int64, copy=False)
 
 
-def write_labels(result, path, format=None):
+def write_labels(result, path, format=None, *, storage_options=None):
     """Write the component labels (columns ``vertex``, ``component``) to a file, atomically.
 
-    ``format`` as in :func:`write_forest` (default from the extension).
+    ``format``, a URL ``path`` and ``storage_options`` as in :func:`write_forest`
+    (the format by default from the extension).
     ``component`` numbers components ``0..k-1`` by their smallest vertex.
 
     >>> import numpy as np, tempfile, os
@@ -251,7 +306,7 @@ def write_labels(result, path, format=None):
         raise ValueError(f"unknown labels format {format!r}; known: {', '.join(FOREST_FORMATS)}")
     labels = _labels_array(result)
     cols = {"vertex": np.arange(labels.shape[0], dtype=np.int64), "component": labels}
-    target = atomic_path(path)
+    target = _atomic_target(path, storage_options)
     with target as tmp:
         _WRITERS[format](cols, tmp)
     return target.path
