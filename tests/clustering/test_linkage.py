@@ -162,3 +162,20 @@ def test_same_hierarchy_on_every_cluster_shape(request, fixture, partitions, loc
     np.testing.assert_array_equal(res.clusters(threshold=10), ref.clusters(threshold=10))
     for a, b in zip(res.levels(), ref.levels(), strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("weights", [
+    np.random.default_rng(0).random(5000),                          # distinct floats
+    np.random.default_rng(1).integers(0, 50, 5000),                 # many ties
+    np.random.default_rng(2).integers(-2**62, 2**62, 3000, dtype=np.int64),
+    np.random.default_rng(3).random(2000).astype(np.float32).round(2),
+    np.array([np.nan, 1.0, np.nan, 0.5, 1.0, -np.inf, np.inf, -0.0, 0.0]),
+    np.array([3, 3, 3, 3], dtype=np.uint8),
+    np.array([7.0]),
+    np.zeros(0),
+], ids=["floats", "ties", "int64", "float32-ties", "nan-inf-zeros", "all-equal", "one", "empty"])
+def test_engine_order_is_the_stable_weight_order(weights):
+    """The fast (weight, edge id) order equals NumPy's stable argsort, ties and nan included."""
+    from mst_dist.clustering.linkage import engine_order
+
+    np.testing.assert_array_equal(engine_order(weights), np.argsort(weights, kind="stable"))
