@@ -408,10 +408,11 @@ def labels_array(vl: VertexLabels):
 
 
 def write_labels_range(path, vl: VertexLabels):
-    """Write one range of vertices' labels as a part file (``vertex``, ``component``)."""
+    """Write one range of vertices' labels as a part file (``vertex``, ``component``); ``path`` may be a URL."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
-    pq.write_table(pa.table({"vertex": np.arange(vl.lo, vl.hi, dtype=np.int64),
-                             "component": np.asarray(vl.labels, np.int64)}), path)
+    from mst_dist.io.writers import _write_table
+
+    _write_table(pa.table({"vertex": np.arange(vl.lo, vl.hi, dtype=np.int64),
+                           "component": np.asarray(vl.labels, np.int64)}), path)
     return vl.hi - vl.lo

@@ -90,6 +90,30 @@ def test_outputs_written_per_range(client2, tmp_path):
     assert len(os.listdir(tmp_path / "labels")) == 4
 
 
+def test_kept_on_the_workers(client2):
+    """gather=False: each chunk's forest rows and each range's labels stay where they were computed; the
+    Dask collections over them, and the gathered arrays, are the oracle's."""
+    g = mst_dist.generate("erdos_renyi", seed=11, n=2500, m=3500)  # many components
+    s, d, w = g.to_arrays()
+    exp, comps = kruskal(g.n_vertices, s, d, w)
+    res = partitioned(g, client2, ranges=4, partitions=3, local_finish=0, gather=False)
+    try:
+        assert res.forest_edges == exp.shape[0] and res.n_components == comps
+        assert res.total_weight == w[exp].sum()
+        assert len(res.kept.parts) == 3 and len(res.kept.label_parts) == 4
+        frame = client2.compute(res.to_dask_dataframe()).result()
+        np.testing.assert_array_equal(frame["edge_id"].to_numpy(), exp)
+        np.testing.assert_array_equal(frame["src"].to_numpy(), s[exp])
+        np.testing.assert_array_equal(frame["weight"].to_numpy(), w[exp])
+        labels = client2.compute(res.to_dask_dataframe("labels")).result()
+        np.testing.assert_array_equal(labels["vertex"].to_numpy(), np.arange(g.n_vertices))
+        np.testing.assert_array_equal(labels["component"].to_numpy(), component_labels(g.n_vertices, s, d))
+        np.testing.assert_array_equal(res.labels, component_labels(g.n_vertices, s, d))
+        np.testing.assert_array_equal(res.edge_ids, exp)
+    finally:
+        res.kept.release()
+
+
 def _layout(min_memory, max_memory=None):
     return ClusterLayout(workers=("w",), threads=1, kinds={"w": "cpu"}, device_memory=None, min_memory=min_memory,
                          max_memory=min_memory if max_memory is None else max_memory,

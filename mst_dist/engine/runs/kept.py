@@ -2,7 +2,9 @@
 
 The forest stays where its rows are, one pandas DataFrame per edge chunk
 (``edge_id, src, dst, weight``, edge ids ascending; the parts in edge id
-order), and the labels stay as one array on the worker that computed them.
+order), and the labels stay as arrays of consecutive vertex ranges on the
+workers that computed them (one array, or one per range of a partitioned
+run).
 The client holds futures of them; :meth:`KeptForest.forest_frame` and
 :meth:`KeptForest.labels_frame` are Dask collections over those futures,
 :meth:`KeptForest.gather_forest` and :meth:`KeptForest.gather_labels` bring
@@ -14,7 +16,7 @@ import operator
 
 import numpy as np
 
-__all__ = ["KeptForest", "forest_frame", "keep"]
+__all__ = ["KeptForest", "forest_frame", "keep", "keep_frames"]
 
 #: Vertices per partition of the labels' DataFrame.
 LABELS_PART_VERTICES = 1 << 22
@@ -54,12 +56,13 @@ def _count_and_total(frame):
     return int(frame.shape[0]), exact_total(frame["weight"].to_numpy())
 
 
-def _labels_frame(labels, start, stop):
+def _labels_frame(labels, start, stop, base=0):
+    """Labels ``start:stop`` of an array holding vertices ``base, base + 1, ...``."""
     import pandas as pd
 
-    return pd.DataFrame({"vertex": np.arange(start, stop, dtype=np.int64),
+    return pd.DataFrame({"vertex": np.arange(base + start, base + stop, dtype=np.int64),
                          "component": np.asarray(labels[start:stop], np.int64)},
-                        index=pd.RangeIndex(start, stop))
+                        index=pd.RangeIndex(base + start, base + stop))
 
 
 def keep(client, builder, rnd, parts, ids_f, lab_f, *, id_dtype, weight_dtype, n_vertices, labels=True):
@@ -84,6 +87,24 @@ def keep(client, builder, rnd, parts, ids_f, lab_f, *, id_dtype, weight_dtype, n
     return kept, n_forest, total, comp
 
 
+def keep_frames(client, builder, rnd, rows, *, id_dtype, weight_dtype):
+    """Kept forest frames of ``rows`` (futures of each chunk's forest rows ``(edge_id, src, dst, weight)``).
+
+    ``(frames, forest edges, total weight)``; only counts are gathered.
+    """
+    frames = [client.submit(_rows_frame, r, id_dtype, weight_dtype, key=builder.key("kept-forest", rnd, i))
+              for i, r in enumerate(rows)]
+    counts = client.gather([client.submit(_count_and_total, f, key=builder.key("kept-count", rnd, i))
+                            for i, f in enumerate(frames)])
+    total = sum(t for _, t in counts) if counts else (0 if np.dtype(weight_dtype).kind in "iub" else 0.0)
+    return frames, sum(n for n, _ in counts), total
+
+
+def _rows_frame(rows, id_dtype, weight_dtype):
+    """A task: the DataFrame of one chunk's forest rows (their ids ascending already)."""
+    return forest_frame(np.asarray(rows[0], np.int64), id_dtype, weight_dtype, rows)
+
+
 class KeptForest:
     """Futures of a run's forest parts and labels, held on the workers.
 
@@ -93,21 +114,37 @@ class KeptForest:
         The client the futures belong to.
     parts : list of Future
         One pandas DataFrame per edge chunk (``edge_id, src, dst, weight``).
-    labels : Future or None
-        The labels array (``None``: written to ``labels_output`` instead).
+    labels : Future, list of Future, or None
+        The labels array, or the arrays of consecutive vertex ranges
+        (``label_sizes`` their lengths); ``None``: written to
+        ``labels_output`` instead.
     n_vertices, forest_edges : int
     id_dtype, weight_dtype : numpy dtype
     """
 
-    def __init__(self, client, parts, labels, *, n_vertices, id_dtype, weight_dtype, forest_edges, owner=None):
+    def __init__(self, client, parts, labels, *, n_vertices, id_dtype, weight_dtype, forest_edges, owner=None,
+                 label_sizes=None):
         self.client = client
         self.parts = list(parts)
-        self.labels = labels
+        if labels is None:
+            self.label_parts, self.label_bounds = [], [0]
+        elif isinstance(labels, (list, tuple)):
+            self.label_parts = list(labels)
+            self.label_bounds = [0, *np.cumsum(label_sizes, dtype=np.int64).tolist()]
+        else:
+            self.label_parts, self.label_bounds = [labels], [0, int(n_vertices)]
         self.n_vertices = int(n_vertices)
         self.id_dtype = np.dtype(id_dtype)
         self.weight_dtype = np.dtype(weight_dtype)
         self.forest_edges = int(forest_edges)
         self._owner = owner  # a client opened for the run (asynchronous callers): closed on release
+
+    @property
+    def labels(self):
+        """The labels' futures (one, or a list of consecutive ranges), or ``None`` where they were written."""
+        if not self.label_parts:
+            return None
+        return self.label_parts[0] if len(self.label_parts) == 1 else list(self.label_parts)
 
     def __repr__(self):
         return (f"KeptForest({self.forest_edges:,} edges in {len(self.parts)} parts, "
@@ -137,11 +174,15 @@ class KeptForest:
         if self.labels is None:
             raise ValueError("the labels were written to labels_output, not kept: read them from there")
         meta = pd.DataFrame({"vertex": np.zeros(0, np.int64), "component": np.zeros(0, np.int64)})
-        step = max(1, min(self.n_vertices, LABELS_PART_VERTICES))
-        bounds = list(range(0, max(self.n_vertices, 1), step))
-        lab = dask.delayed(self.labels)
-        pieces = [dask.delayed(_labels_frame)(lab, a, min(self.n_vertices, a + step)) for a in bounds]
-        divisions = tuple(bounds) + (max(self.n_vertices, 1) - 1,)
+        pieces, starts = [], []
+        for part, lo, hi in zip(self.label_parts, self.label_bounds[:-1], self.label_bounds[1:]):
+            lab = dask.delayed(part)
+            for a in range(lo, hi, LABELS_PART_VERTICES):  # vertex a of the graph is lab[a - lo]
+                pieces.append(dask.delayed(_labels_frame)(lab, a - lo, min(hi, a + LABELS_PART_VERTICES) - lo, lo))
+                starts.append(a)
+        if not pieces:
+            return dd.from_pandas(meta, npartitions=1)
+        divisions = tuple(starts) + (self.n_vertices - 1,)
         return dd.from_delayed(pieces, meta=meta, divisions=divisions, verify_meta=False)
 
     def gather_forest(self):
@@ -156,16 +197,19 @@ class KeptForest:
     def gather_labels(self):
         """The labels array here (``None`` when they were written to ``labels_output``)."""
         self._check()
-        return None if self.labels is None else np.asarray(self.labels.result())
+        if not self.label_parts:
+            return None
+        arrays = self.client.gather(self.label_parts)
+        return np.asarray(arrays[0]) if len(arrays) == 1 else np.concatenate([np.asarray(a) for a in arrays])
 
     def release(self):
         """Let the workers forget the kept parts (and close a client opened for them)."""
-        for f in self.parts + ([self.labels] if self.labels is not None else []):
+        for f in self.parts + self.label_parts:
             try:
                 f.release()
             except Exception:  # a client closed since: the scheduler forgot them with it
                 pass
-        self.parts, self.labels = [], None
+        self.parts, self.label_parts, self.label_bounds = [], [], [0]
         owner, self._owner = self._owner, None
         if owner is not None:
             owner.close()

@@ -23,7 +23,6 @@ from __future__ import annotations
 import functools
 import itertools
 import operator
-import os
 import time
 
 import numpy as np
@@ -33,11 +32,12 @@ from mst_dist.engine.exchange import exchange
 from mst_dist.engine.placement import pin
 from mst_dist.engine.records import ChunkStats, RoundRecord
 from mst_dist.engine.runs.base import ForestOut
+from mst_dist.engine.runs.kept import KeptForest, keep_frames
 from mst_dist.engine.runs.resident import ResidentRun, rows_from_arrays
 from mst_dist.engine.runs.solver import Solver
 from mst_dist.engine.runs.state import SolveState
 from mst_dist.graph import VERTEX_BYTES
-from mst_dist.io import writers
+from mst_dist.io import urls, writers
 from mst_dist.kernels.vertex_ranges import even_bounds
 from mst_dist.result import RoundStats
 
@@ -47,7 +47,6 @@ class PartitionedRun(ResidentRun):
 
     kind = "partitioned"
     streams = False
-    keeps = False  # its ids and labels are per chunk and per range: gather=False is not offered yet
 
     def plan(self):
         super().plan()
@@ -250,12 +249,28 @@ class PartitionedRun(ResidentRun):
             rows = [(z, z.copy(), np.zeros(0, np.dtype(g.weight_dtype)))]
         return ForestOut.gathered(edge_ids, tuple(np.concatenate([r[k] for r in rows]) for k in range(3)))
 
+    def keep(self, st, ids_f, lab_f):
+        """``gather=False``: each chunk's forest rows kept as a frame where the chunk is, each range's labels
+        where its owner is; only counts come here."""
+        c, key = self.client, self.builder.key
+        rows = [c.submit(tasks.chosen_rows, st.raws[i], st.offsets[i], f, key=key("kept-rows", st.rnd, i))
+                for i, f in enumerate(ids_f)]
+        frames, n_forest, total = keep_frames(c, self.builder, st.rnd, rows, id_dtype=np.int64,
+                                              weight_dtype=np.dtype(self.g.weight_dtype))
+        labels, sizes = None, None
+        if self.spec.labels_output is None:
+            labels = [c.submit(ranged.labels_array, vl, key=key("kept-labels", 0, j)) for j, vl in enumerate(lab_f)]
+            sizes = c.gather([c.submit(len, p, key=key("kept-labels-size", 0, j)) for j, p in enumerate(labels)])
+        kept = KeptForest(c, frames, labels, n_vertices=self.g.n_vertices, id_dtype=np.int64,
+                          weight_dtype=np.dtype(self.g.weight_dtype), forest_edges=n_forest, label_sizes=sizes)
+        return kept, ForestOut(n_edges=n_forest, total=total), self.n_components
+
     def write_labels(self, st, lab_f):
         """The labels gathered in vertex order, or each range written as a part by its owner."""
         c = self.client
         if self.spec.labels_output is not None:
-            with writers.atomic_dir(self.spec.labels_output) as tmp:
-                c.gather([c.submit(ranged.write_labels_range, os.path.join(tmp, writers.DATASET_PART.format(j)), vl,
+            with writers.dataset_dir(self.spec.labels_output, self.spec.storage_options) as tmp:
+                c.gather([c.submit(ranged.write_labels_range, urls.join(tmp, writers.DATASET_PART.format(j)), vl,
                                    key=self.builder.key("write-labels", 0, j), pure=False)
                           for j, vl in enumerate(lab_f)])
             return None, self.n_components
