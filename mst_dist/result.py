@@ -337,7 +337,7 @@ _KEPT_FIELDS = ("edge_ids", "src", "dst", "weight", "labels")
 
 
 def exact_total(weight):
-    """Sum of weights, exact for integers (Python int), float64 sum otherwise."""
+    """Sum of weights, exact for integers (Python int), float64 sum otherwise (``inf`` past its range)."""
     weight = np.asarray(weight)
     if weight.size == 0:
         return 0 if weight.dtype.kind in "iub" else 0.0
@@ -349,4 +349,5 @@ def exact_total(weight):
             return int(weight.sum(dtype=np.int64))
         # large int64/uint64 values: exact in Python ints, summed in int64-safe blocks
         return int(sum(int(x) for x in weight.tolist()))
-    return float(np.sum(weight, dtype=np.float64))
+    with np.errstate(over="ignore"):
+        return float(np.sum(weight, dtype=np.float64))

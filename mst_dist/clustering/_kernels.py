@@ -166,24 +166,23 @@ def boruvka_levels(n, src, dst, rank):
 
 
 @njit(nogil=True, cache=True)
-def core_distances(n, src, dst, weight, k):
-    """Distance of each vertex to its ``k``-th nearest distinct neighbour along its edges.
+def nearest(n, src, dst, weight, k, both):
+    """Each vertex's ``k`` nearest distinct neighbours along its edges: ``(d, nb)``, both ``(n, k)``.
 
-    Self-loops are skipped; parallel edges count once (their least
-    weight).  A vertex with fewer than ``k`` distinct neighbours gets
-    ``inf``; ``k = 0`` gives zeros.
+    Row ``v`` holds the least weights to ``v``'s nearest neighbours,
+    ascending (``inf``, neighbour ``-1``, where fewer than ``k``).  Edges
+    count for both ends (``both``) or for ``src`` only (lists of candidates
+    being merged).  Self-loops are skipped; parallel edges count once
+    (their least weight).
     """
-    out = np.zeros(n, dtype=np.float64)
-    if k <= 0:
-        return out
     d = np.full((n, k), np.inf)
     nb = np.full((n, k), -1, dtype=np.int64)
     for e in range(src.shape[0]):
         a, b = src[e], dst[e]
-        if a == b:
+        if both and a == b:  # (lists being merged hold no self-loop, and their ids are not comparable)
             continue
         w = np.float64(weight[e])
-        for t in range(2):
+        for t in range(2 if both else 1):
             v, u = (a, b) if t == 0 else (b, a)
             # already one of v's k nearest? keep the lesser weight
             j = -1
@@ -209,6 +208,21 @@ def core_distances(n, src, dst, weight, k):
                 i -= 1
             d[v, i] = w
             nb[v, i] = u
+    return d, nb
+
+
+@njit(nogil=True, cache=True)
+def core_distances(n, src, dst, weight, k):
+    """Distance of each vertex to its ``k``-th nearest distinct neighbour along its edges.
+
+    Self-loops are skipped; parallel edges count once (their least
+    weight).  A vertex with fewer than ``k`` distinct neighbours gets
+    ``inf``; ``k = 0`` gives zeros.
+    """
+    out = np.zeros(n, dtype=np.float64)
+    if k <= 0:
+        return out
+    d, _ = nearest(n, src, dst, weight, k, True)
     for v in range(n):
         out[v] = d[v, k - 1]
     return out

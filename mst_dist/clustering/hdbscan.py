@@ -92,6 +92,173 @@ def core_distances(n, src, dst, weight, min_samples):
     return kernel(n, src, dst, weight, min_samples - 1)
 
 
+# ---------------------------------------------------------------------------
+# Core distances and mutual reachability on the workers (graphs read or generated there)
+# ---------------------------------------------------------------------------
+
+#: Candidate lists merged per task (the fan-in of the core distances' tree reduction).
+FAN_IN = 8
+#: The mutual-reachability weight of an edge with an end of no core distance: heavier than any
+#: distance, so the forest takes such edges last, and the hierarchy leaves them out.
+ABSENT = float(np.finfo(np.float64).max)
+
+
+def _no_lists(k):
+    return np.zeros(0, np.int64), np.zeros((0, k)), np.zeros((0, k), np.int64)
+
+
+def _host_rows(source, start, stop):
+    from mst_dist.kernels.contract import to_host
+
+    s, d, w = (to_host(x) for x in source.load(start, stop))
+    return np.asarray(s, np.int64), np.asarray(d, np.int64), np.asarray(w, np.float64)
+
+
+def _check_distances(w, offset):
+    """Distances are non-negative: the first edge that is not is named."""
+    from mst_dist.graph import InvalidGraphError
+
+    if w.shape[0] and w.min() < 0:
+        i = int(np.argmax(w < 0))
+        raise InvalidGraphError(f"edge {offset + i}: weight {float(w[i])!r} is negative; hdbscan's edge weights "
+                                f"are distances (>= 0)", edge=offset + i)
+
+
+def chunk_nearest(source, start, stop, offset, k):
+    """A task: ``(vertices, d, nb)``, the ``k`` nearest distinct neighbours of every vertex these rows touch.
+
+    ``d``/``nb`` are ``(len(vertices), k)``: ascending weights and the
+    neighbours' ids (``inf``/``-1`` where fewer than ``k``), over these rows only.
+    """
+    from mst_dist.clustering._kernels import nearest
+
+    s, d, w = _host_rows(source, start, stop)
+    _check_distances(w, offset)
+    if not s.shape[0]:
+        return _no_lists(k)
+    m = s.shape[0]
+    verts, inv = np.unique(np.concatenate([s, d]), return_inverse=True)
+    dist, nb = nearest(verts.shape[0], inv[:m], inv[m:], w, k, True)
+    return verts, dist, np.where(nb >= 0, verts[np.maximum(nb, 0)], -1)
+
+
+def merge_nearest(k, *parts):
+    """A task: the ``k`` nearest distinct neighbours of each vertex over several :func:`chunk_nearest` results."""
+    from mst_dist.clustering._kernels import nearest
+
+    parts = [p for p in parts if p[0].shape[0]]
+    if len(parts) <= 1:
+        return parts[0] if parts else _no_lists(k)
+    v = np.concatenate([np.repeat(p[0], k) for p in parts])
+    u = np.concatenate([p[2].ravel() for p in parts])
+    w = np.concatenate([p[1].ravel() for p in parts])
+    keep = u >= 0
+    v, u, w = v[keep], u[keep], w[keep]
+    verts, inv = np.unique(v, return_inverse=True)
+    dist, nb = nearest(verts.shape[0], inv, u, w, k, False)
+    return verts, dist, nb
+
+
+def core_array(n, k, merged=None):
+    """A task: the core distance of every vertex from the merged nearest lists (``k = 0``: zeros)."""
+    if k <= 0:
+        return np.zeros(n)
+    core = np.full(n, np.inf)
+    verts, dist, _ = merged
+    if verts.shape[0]:
+        core[verts] = dist[:, k - 1]
+    return core
+
+
+_CORES: dict = {}
+
+
+def _core_here(name):
+    """The core distances the plugin ``name`` installed on this worker."""
+    try:
+        return _CORES[name]
+    except KeyError:
+        raise RuntimeError(f"hdbscan: the core distances {name!r} are not on this worker (its plugin was "
+                           f"unregistered: the run is over)") from None
+
+
+def mutual_reachability_rows(start, stop, *, source, core):
+    """Rows ``start:stop`` of ``source`` weighted by mutual reachability, where they load.
+
+    ``core``: the name of the published core distances.  An edge with an end
+    of no core distance weighs :data:`ABSENT`; the row count is the source's.
+    """
+    s, d, w = _host_rows(source, start, stop)
+    c = _core_here(core)
+    cs, cd = c[s], c[d]
+    mr = np.maximum(np.maximum(cs, cd), w)
+    mr[~(np.isfinite(cs) & np.isfinite(cd))] = ABSENT
+    return s, d, mr
+
+
+def _forest_on_workers(graph, client, k, options):
+    """``(core, forest)``: core distances and mutual reachability computed by tasks, then the forest.
+
+    The rows are read where the graph's sources load them (files,
+    generators): each chunk's nearest-neighbour lists, merged by a tree of
+    tasks into the core distances (one array, on a worker), which come here
+    (they are the result's ``core_distances_``) and go to every worker as a
+    worker plugin under a run-unique name; the mutual-reachability graph is
+    the same sources, weighted as they load.
+    """
+    import uuid
+
+    from mst_dist.api import minimum_spanning_forest
+    from mst_dist.graph import FunctionSource, Graph
+
+    n = graph.n_vertices
+    tok = uuid.uuid4().hex[:12]
+    parts = []
+    if k > 0:
+        threads = sum(client.nthreads().values()) or 1
+        chunks = graph.chunk_ranges(options.get("partitions") or 2 * threads)
+        parts = [client.submit(chunk_nearest, graph.sources[r.source], r.start, r.stop, r.offset, k,
+                               key=f"mst-hdbscan-nearest-{tok}-{i}") for i, r in enumerate(chunks)]
+        level = 0
+        while len(parts) > 1:
+            parts = [client.submit(merge_nearest, k, *parts[i:i + FAN_IN],
+                                   key=f"mst-hdbscan-merge-{tok}-{level}-{i}")
+                     for i in range(0, len(parts), FAN_IN)]
+            level += 1
+    core = client.submit(core_array, n, k, *parts[:1], key=f"mst-hdbscan-core-{tok}").result()
+    name = f"mst-hdbscan-core-{tok}"
+    from mst_dist.clustering._plugin import CoreDistances
+
+    client.register_plugin(CoreDistances(name, core), name=name)
+    try:
+        mr = Graph(n_vertices=n, weight_dtype=np.dtype(np.float64), name="mutual-reachability",
+                   sources=[FunctionSource(mutual_reachability_rows, {"source": s, "core": name}, s.n_edges,
+                                           name=f"mutual-reachability of {getattr(s, 'name', 'source')}",
+                                           splittable=getattr(s, "splittable", True)) for s in graph.sources])
+        forest = minimum_spanning_forest(mr, client, **options)
+    finally:
+        try:
+            client.unregister_worker_plugin(name)
+        except Exception:  # pragma: no cover - a cluster gone: nothing is left there
+            logger.debug("hdbscan: releasing the core distances failed", exc_info=True)
+    return core, forest
+
+
+def _single_linkage(forest, core, n):
+    """The single-linkage matrix of the forest's edges of finite mutual reachability (both ends core points)."""
+    from mst_dist.clustering._kernels import linkage_rows
+    from mst_dist.clustering.linkage import component_reps, engine_order, forest_arrays
+
+    src, dst, weight, order = forest_arrays(forest, "hdbscan")
+    present = np.isfinite(core[src]) & np.isfinite(core[dst])
+    if not present.all():  # edges of ABSENT weight: their ends are noise whatever the cut
+        src, dst, weight = src[present], dst[present], weight[present]
+        order = engine_order(weight)
+    height = np.asarray(weight, np.float64)
+    reps = component_reps(n, None, src, dst)
+    return linkage_rows(n, src[order], dst[order], height[order], reps, np.inf)
+
+
 def mutual_reachability(src, dst, weight, core):
     """Edges weighted ``max(core[u], core[v], d(u, v))``, without self-loops and ends of no core distance."""
     mr = np.maximum(np.maximum(core[src], core[dst]), weight)
@@ -109,8 +276,9 @@ def hdbscan(graph, min_cluster_size=5, min_samples=None, *, cluster_selection_me
     on Hierarchical Density Estimates"), run on the edges of a graph: the
     core distance of each vertex from its incident edges, the mutual
     reachability weight ``max(core(u), core(v), d(u, v))`` of every edge
-    (both computed in this process, from the edges read here),
-    the minimum spanning forest of those weights (:func:`~mst_dist.minimum_spanning_forest`),
+    (both computed where the edges are: by the workers for a graph read or
+    generated there, a tree reduction of each chunk's nearest neighbours;
+    here for arrays given by the caller), the minimum spanning forest of those weights (:func:`~mst_dist.minimum_spanning_forest`),
     its single-linkage hierarchy, the condensed tree and the excess-of-mass
     selection.
 
@@ -190,19 +358,27 @@ def hdbscan(graph, min_cluster_size=5, min_samples=None, *, cluster_selection_me
         raise ValueError(f"hdbscan: unknown cluster_selection_method {cluster_selection_method!r}; "
                          f"choose one of eom, leaf")
     n = graph.n_vertices
-    src, dst, w = _edges(graph)
-    if w.shape[0] and w.min() < 0:
-        raise ValueError(f"hdbscan: edge weights are distances and must be >= 0; edge "
-                         f"{int(np.argmin(w))} has weight {w.min()!r}")
-    core = core_distances(n, src, dst, w, min_samples)
+    if graph.in_memory:  # the caller's arrays, in this process already
+        src, dst, w = _edges(graph)
+        _check_distances(w, 0)
+        core = core_distances(n, src, dst, w, min_samples)
+        mr = Graph.from_arrays(*mutual_reachability(src, dst, w, core), n_vertices=n, name="mutual-reachability")
+        del src, dst, w
+        forest = minimum_spanning_forest(mr, client, **options)
+    else:  # read or generated on the workers: core distances and weights computed there
+        from mst_dist.deploy.current import choose, using
+
+        choice = choose(client)
+        if choice.asynchronous:
+            raise TypeError("hdbscan: an asynchronous client is not supported; give a synchronous client of "
+                            "the same scheduler")
+        with using(choice) as c:
+            core, forest = _forest_on_workers(graph, c, min_samples - 1, options)
     lacking = int(np.count_nonzero(~np.isfinite(core)))
     if lacking:
         logger.warning("hdbscan: %s of %s vertices have fewer than min_samples - 1 = %d neighbours: "
                        "no core distance, they are noise", f"{lacking:,}", f"{n:,}", min_samples - 1)
-    mr = Graph.from_arrays(*mutual_reachability(src, dst, w, core), n_vertices=n, name="mutual-reachability")
-    del src, dst, w
-    forest = minimum_spanning_forest(mr, client, **options)
-    Z = forest.linkage()
+    Z = _single_linkage(forest, core, n)
     parent, child, lam, size = condense(Z, n, min_cluster_size, ties == "merge")
     selected, lab, prob = select_clusters(parent, child, lam, size, n, cluster_selection_method == "leaf",
                                           bool(allow_single_cluster))

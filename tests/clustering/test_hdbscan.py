@@ -195,5 +195,77 @@ def test_argument_errors():
         mst_dist.hdbscan(g, ties="random")
     with pytest.raises(ValueError, match="cluster_selection_method"):
         mst_dist.hdbscan(g, cluster_selection_method="mass")
-    with pytest.raises(ValueError, match="edge 1 has weight"):
+    with pytest.raises(ValueError, match="edge 1: weight -2.0 is negative"):
         mst_dist.hdbscan(mst_dist.Graph.from_arrays([0, 1], [1, 2], [1.0, -2.0]))
+
+
+# ---------------------------------------------------------------------------
+# A graph read or generated on the workers: core distances and weights computed there
+# ---------------------------------------------------------------------------
+
+def _same_result(a, b):
+    np.testing.assert_array_equal(a.labels_, b.labels_)
+    np.testing.assert_array_equal(a.probabilities_, b.probabilities_)
+    np.testing.assert_array_equal(a.core_distances_, b.core_distances_)
+    np.testing.assert_array_equal(a.condensed_tree_, b.condensed_tree_)
+    np.testing.assert_array_equal(a.single_linkage_tree_, b.single_linkage_tree_)
+
+
+def _hdbscan_tasks(client):
+    def prefixes(dask_scheduler):
+        return sorted(p for p in dask_scheduler.task_prefixes if "hdbscan" in p)
+
+    return client.run_on_scheduler(prefixes)
+
+
+@pytest.mark.parametrize("min_samples", [1, 4, 9])
+def test_read_knn_graph_clustered_on_the_workers(client2, tmp_path, min_samples):
+    """A kNN graph written to Parquet and read back: its nearest-neighbour lists, core distances and
+    mutual-reachability weights are tasks on the workers, and the result is the in-memory path's
+    (min_samples=9: vertices of fewer neighbours have no core distance)."""
+    from mst_dist.clustering import from_points
+
+    X, _ = make_blobs(600, centers=5, cluster_std=0.8, random_state=3)
+    knn = from_points(X, 6)
+    src, dst, w = knn.to_arrays()
+    mst_dist.write_graph(knn, tmp_path / "knn.parquet")
+    g = mst_dist.read(tmp_path / "knn.parquet", client=client2, n_vertices=knn.n_vertices)
+    assert not g.in_memory
+    here = mst_dist.hdbscan(mst_dist.Graph.from_arrays(src, dst, w, n_vertices=knn.n_vertices),
+                            min_cluster_size=15, min_samples=min_samples, client=client2)
+    there = mst_dist.hdbscan(g, min_cluster_size=15, min_samples=min_samples, client=client2, partitions=5)
+    _same_result(there, here)
+    assert there.n_clusters_ >= 2
+    if min_samples > 1:
+        assert {"mst-hdbscan-nearest", "mst-hdbscan-merge", "mst-hdbscan-core"} <= set(_hdbscan_tasks(client2))
+    if min_samples == 9:
+        assert not np.isfinite(there.core_distances_).all()
+
+
+@pytest.mark.processes
+def test_generated_graph_clustered_on_worker_processes(pclient):
+    """Worker processes: the lists and the core distances are pickled between them; the core distances'
+    worker plugin is gone after the run."""
+    g = mst_dist.generate("random_geometric", seed=5, n=1500, radius=0.06)
+    here = mst_dist.hdbscan(mst_dist.Graph.from_arrays(*g.to_arrays(), n_vertices=g.n_vertices),
+                            min_cluster_size=10, min_samples=5, client=pclient)
+    there = mst_dist.hdbscan(g, min_cluster_size=10, min_samples=5, client=pclient, partitions=6)
+    _same_result(there, here)
+    def plugins(dask_worker):
+        return [p for p in dask_worker.plugins if "hdbscan" in p]
+
+    assert all(v == [] for v in pclient.run(plugins).values())
+
+
+def test_negative_distance_named_by_the_worker_that_read_it(client2):
+    rows = np.array([[0, 1, 1.0], [1, 2, 2.0], [2, 3, -0.5], [3, 0, 1.0]])
+    from mst_dist.graph import FunctionSource, Graph, InvalidGraphError
+
+    g = Graph(n_vertices=4, weight_dtype=np.dtype(np.float64), sources=[FunctionSource(_rows, {"rows": rows}, 4)])
+    with pytest.raises(InvalidGraphError, match="edge 2: weight -0.5 is negative"):
+        mst_dist.hdbscan(g, min_cluster_size=2, min_samples=2, client=client2)
+
+
+def _rows(start, stop, *, rows):
+    r = rows[start:stop]
+    return r[:, 0].astype(np.int64), r[:, 1].astype(np.int64), r[:, 2]
