@@ -325,11 +325,11 @@ class MSFResult:
 
         return clusters(self, threshold, n_clusters, join_distance=join_distance)
 
-    def levels(self, *, levels_output=None):
+    def levels(self, *, levels_output=None, storage_options=None):
         """The components after each Borůvka round (affinity clustering); see :func:`mst_dist.clustering.levels`."""
         from mst_dist.clustering.levels import levels
 
-        return levels(self, levels_output=levels_output)
+        return levels(self, levels_output=levels_output, storage_options=storage_options)
 
 
 #: The fields of a result kept on the workers (``gather=False``) that are gathered on first use.

@@ -71,3 +71,52 @@ def test_levels_written_as_parquet(tmp_path):
         t = pq.read_table(tmp_path / "levels" / name)
         assert t.column("vertex").to_pylist() == list(range(5))
         assert t.column("cluster").to_pylist() == lab.tolist()
+
+
+@pytest.mark.processes
+def test_levels_of_a_kept_forest_written_by_a_worker(pclient, tmp_path):
+    """gather=False: a task on a worker reads the kept forest, computes the levels and writes them; the
+    forest stays on the workers, and the files hold the levels of the same forest gathered."""
+    import pyarrow.parquet as pq
+
+    g = mst_dist.generate("erdos_renyi", seed=4, n=3000, m=9000, weights="float")
+    res = mst_dist.minimum_spanning_forest(g, pclient, partitions=3, gather=False)
+    try:
+        assert res.levels(levels_output=tmp_path / "levels") >= 2
+        assert "edge_ids" not in res.__dict__ and "labels" not in res.__dict__  # nothing gathered here
+
+        def prefixes(dask_scheduler):
+            return [p for p in dask_scheduler.task_prefixes if p.startswith("mst-levels")]
+
+        assert pclient.run_on_scheduler(prefixes) == ["mst-levels"]
+        want = res.gather().levels()
+    finally:
+        if res.kept is not None:
+            res.kept.release()
+    files = sorted(p.name for p in (tmp_path / "levels").iterdir())
+    assert files == [f"level-{r:03d}.parquet" for r in range(1, len(want) + 1)]
+    for lab, name in zip(want, files):
+        t = pq.read_table(tmp_path / "levels" / name)
+        np.testing.assert_array_equal(t.column("vertex").to_numpy(), np.arange(g.n_vertices))
+        np.testing.assert_array_equal(t.column("cluster").to_numpy(), lab)
+
+
+def test_levels_written_to_an_object_store(tmp_path):
+    """levels_output= a URL: the level files under it, nothing temporary beside them (a real S3 API)."""
+    import io
+
+    import pyarrow.parquet as pq
+
+    from support.objectstore import moto_s3
+
+    g = mst_dist.generate("grid", seed=2, rows=20, cols=30)
+    res = mst_dist.minimum_spanning_forest(g)
+    with moto_s3("levels") as (options, fs):
+        got = res.levels(levels_output="s3://levels/run/levels", storage_options=options)
+        fs.invalidate_cache()
+        assert fs.ls("levels/run", detail=False) == ["levels/run/levels"]
+        names = sorted(p.rsplit("/", 1)[1] for p in fs.find("levels/run/levels"))
+        assert names == [f"level-{r:03d}.parquet" for r in range(1, len(got) + 1)]
+        for lab, name in zip(got, names):
+            t = pq.read_table(io.BytesIO(fs.cat(f"levels/run/levels/{name}")))
+            np.testing.assert_array_equal(t.column("cluster").to_numpy(), lab)
