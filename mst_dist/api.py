@@ -113,7 +113,10 @@ def minimum_spanning_forest(graph, client=None, *, partitions=None, backend="aut
         goes on from there, and returns the same edge ids as a run never
         interrupted.  The state is removed when the run ends.  The workers
         write the arrays: the directory must be on storage the workers and the
-        client share.
+        client share, or a URL of an object store (``s3://bucket/ck/run1``,
+        ``gs://...``, ``abfs://...``; ``file://`` is a local directory)
+        opened with ``storage_options``, where a state is committed only
+        once all of it is written.
     resume : bool
         With ``checkpoint``: go on from the state saved there (default); a
         state of another graph or other options is then a
@@ -153,8 +156,8 @@ def minimum_spanning_forest(graph, client=None, *, partitions=None, backend="aut
     ValueError
         Bad input (naming the edge), or an unknown backend.
     OSError
-        ``output`` or ``labels_output`` cannot be written (checked before
-        the run starts).
+        ``output``, ``labels_output`` or ``checkpoint`` cannot be written
+        (checked before the run starts).
     ClusterStalledError
         No worker could make progress for ``mst.stall-timeout`` seconds
         (none left, or all paused by their memory manager), or a task killed
@@ -198,6 +201,11 @@ def solve(graph, client, spec) -> MSFResult:
     for what in ("output", "labels_output"):
         if getattr(spec, what) is not None:  # before any work, not after it
             check_writable(getattr(spec, what), what, getattr(spec, "storage_options", None))
+    if spec.checkpoint is not None:
+        from mst_dist.io import urls
+
+        if urls.is_url(spec.checkpoint):  # a local directory is created and checked when the run opens it
+            urls.check_writable_prefix(spec.checkpoint, "checkpoint", spec.storage_options)
     choice = choose(client)
     if choice.asynchronous:  # the caller awaits the result (mst_dist.deploy.aio)
         from mst_dist.deploy.aio import solve_async

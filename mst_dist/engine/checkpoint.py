@@ -24,6 +24,19 @@ the client share), then replaces the manifest
 (:class:`~mst_dist.io.writers.atomic_path`), then removes the older state: a
 run killed at any moment leaves a manifest naming a complete state.
 
+``DIR`` may also be an fsspec URL (``s3://bucket/ck/run1``, ``gs://...``,
+``abfs://...``) with the run's ``storage_options``; the workers get it as a
+:class:`~mst_dist.io.urls.URL` carrying them.  An object store renames no
+prefix, so a state is written under a hidden temporary prefix and its objects
+moved into place once all are written
+(:func:`~mst_dist.io.urls.atomic_url_dir`); the manifest is written as a
+hidden object and moved onto ``manifest.json``, which replaces it whole
+(:func:`~mst_dist.io.urls.atomic_url_file`); the older states go last.  The
+same guarantee follows: the manifest names a state whose every object is
+there, and what a killed save left under hidden names is removed by the
+next run that opens the checkpoint.  Whether the prefix can be written is
+tried (:func:`~mst_dist.io.urls.check_writable_prefix`) before any work.
+
 Why a resumed run returns the same forest: every edge chosen so far is in
 the minimum spanning forest (cut property), and the rest of the forest is
 the forest of the graph contracted along them -- the original edges
@@ -36,10 +49,12 @@ saved (every edge below its threshold is a forest edge or inside a component).
 """
 from __future__ import annotations
 
+import fnmatch
 import glob
 import hashlib
 import json
 import os
+import posixpath
 import shutil
 import time
 from dataclasses import MISSING, asdict, dataclass, fields
@@ -50,6 +65,7 @@ from mst_dist.engine.passes import KeptRows
 from mst_dist.engine.records import ChunkStats, RoundMap, RoundRecord
 from mst_dist.engine.tasks import host_kernels
 from mst_dist.errors import CheckpointMismatchError  # defined with the package's other errors
+from mst_dist.io import urls
 from mst_dist.io.writers import atomic_dir, atomic_path
 
 __all__ = ["Checkpoint", "CheckpointMismatchError", "Manifest", "graph_fingerprint", "compose_labels",
@@ -184,14 +200,19 @@ def graph_fingerprint(graph) -> dict:
 class Checkpoint:
     """A checkpoint directory for one run: what it holds, and saving the next state.
 
-    ``graph`` and ``options`` (the engine options, a JSON-able mapping) make
-    the fingerprint a saved state must match to be resumed.  ``resume=False``
-    discards what the directory holds and starts over.  The constructor only
-    stores its arguments; :meth:`open` reads the directory.
+    ``path`` is a local directory, or an fsspec URL (``s3://bucket/ck/run1``,
+    ``gs://...``, ``abfs://...``) whose file system takes ``storage_options``;
+    ``file://`` URLs are local directories.  ``graph`` and ``options`` (the
+    engine options, a JSON-able mapping) make the fingerprint a saved state
+    must match to be resumed.  ``resume=False`` discards what the directory
+    holds and starts over.  The constructor only stores its arguments;
+    :meth:`open` reads the directory.
     """
 
-    def __init__(self, path, graph, options, resume=True):
-        self.path = os.path.abspath(os.fspath(path))
+    def __init__(self, path, graph, options, resume=True, storage_options=None):
+        path = urls.local_path(path)
+        self.where = _Prefix(path, storage_options) if urls.is_url(path) else _Directory(path)
+        self.path = self.where.path
         self.graph = graph_fingerprint(graph)
         self.options = _plain(dict(options))
         self.resume = resume
@@ -199,22 +220,19 @@ class Checkpoint:
 
     @property
     def manifest_path(self):
-        return os.path.join(self.path, MANIFEST)
+        return self.where.join(MANIFEST)
 
     def open(self) -> Manifest | None:
         """The saved manifest to go on from, or ``None`` (start from the beginning).
 
         Raises :class:`CheckpointMismatchError` when the directory holds the
         state of another graph or other engine options (unless ``resume=False``,
-        which discards it).
+        which discards it), and a :class:`PermissionError` naming the
+        checkpoint when it cannot be written.
         """
-        if os.path.exists(self.path) and not os.path.isdir(self.path):
-            raise NotADirectoryError(f"checkpoint {self.path!r} is not a directory")
-        os.makedirs(self.path, exist_ok=True)
-        if not os.access(self.path, os.W_OK | os.X_OK):
-            raise PermissionError(f"checkpoint directory {self.path!r} is not writable")
+        self.where.prepare()
         saved = self._read()  # raises on a file that is not a manifest, resume or not
-        self._remove_partial()
+        self.where.remove_partial()
         if saved is None:
             return None
         if not self.resume:
@@ -236,7 +254,7 @@ class Checkpoint:
                 f"checkpoint {self.path!r} holds the state of another run ({'; '.join(what)}); "
                 f"use another directory, or start over (resume=False, mst-dist run --no-resume)")
         saved = Manifest.from_json(saved, self.manifest_path)
-        if not os.path.isdir(self.state_dir(saved)):
+        if not self.where.has_state(saved.state):
             raise CheckpointMismatchError(f"checkpoint {self.path!r}: its manifest names "
                                           f"{saved.state!r}, which is missing")
         self.saves = int(saved.saves)
@@ -244,15 +262,14 @@ class Checkpoint:
 
     def _read(self):
         try:
-            with open(self.manifest_path, encoding="utf-8") as f:
-                saved = json.load(f)
+            saved = json.loads(self.where.read_manifest())
         except FileNotFoundError:
             return None
-        except (OSError, ValueError) as e:  # never one of ours (written atomically): left alone
-            raise CheckpointMismatchError(f"{self.manifest_path!r} is not an mst-dist checkpoint manifest "
+        except self.where.unreadable as e:  # never one of ours (written atomically): left alone
+            raise CheckpointMismatchError(f"{str(self.manifest_path)!r} is not an mst-dist checkpoint manifest "
                                           f"({e}); give another checkpoint directory") from None
         if not (isinstance(saved, dict) and saved.get("format") == _FORMAT):
-            raise CheckpointMismatchError(f"{self.manifest_path!r} is not an mst-dist checkpoint manifest; "
+            raise CheckpointMismatchError(f"{str(self.manifest_path)!r} is not an mst-dist checkpoint manifest; "
                                           f"give another checkpoint directory")
         if saved.get("version") != _VERSION and self.resume:
             raise CheckpointMismatchError(
@@ -262,41 +279,83 @@ class Checkpoint:
         return saved
 
     def state_dir(self, saved: Manifest):
-        """The state directory a manifest names."""
-        return os.path.join(self.path, saved.state)
+        """The state directory a manifest names (a :class:`~mst_dist.io.urls.URL` with its options
+        for a checkpoint on an object store: the workers read it)."""
+        return self.where.join(saved.state)
 
     def saving(self, **where):
         """Context manager: a fresh directory for the next state, published with ``where`` on exit.
 
         ``where`` is what the manifest says of the state (the fields of
-        :class:`Manifest` after ``time``: ``mode``, ``round``, ``components``, ...).  The body fills the directory (its path is the
-        value of the ``with``); on success the directory is renamed into place,
-        the manifest replaced, and the older states removed.
+        :class:`Manifest` after ``time``: ``mode``, ``round``, ``components``, ...).  The body fills the
+        directory (its path, or URL, is the value of the ``with``); on success the directory is
+        committed into place, the manifest replaced, and the older states removed.
         """
         return _Saving(self, where)
 
     def _publish(self, name, where):
         manifest = Manifest(graph=self.graph, options=self.options, state=name, saves=self.saves,
                             time=time.time(), **where)
-        with atomic_path(self.manifest_path) as tmp:
-            with open(tmp, "w", encoding="utf-8") as f:
-                json.dump(manifest.to_json(), f, indent=1)
-        for old in glob.glob(os.path.join(self.path, "state-*")):
-            if os.path.basename(old) != name:
-                shutil.rmtree(old, ignore_errors=True)
+        self.where.write_manifest(json.dumps(manifest.to_json(), indent=1))
+        self.where.remove_states(keep=name)
 
     def discard(self):
         """Remove the manifest, then every saved state (the directory stays)."""
-        try:
-            os.unlink(self.manifest_path)
-        except FileNotFoundError:
-            pass
-        for old in glob.glob(os.path.join(self.path, "state-*")):
-            shutil.rmtree(old, ignore_errors=True)
-        self._remove_partial()
+        self.where.remove_manifest()
+        self.where.remove_states(keep=None)
+        self.where.remove_partial()
 
     def _remove_partial(self):
         """Remove what a run killed while saving left half-written (hidden temporary names)."""
+        self.where.remove_partial()
+
+
+class _Directory:
+    """A checkpoint in a local (or shared) directory: renames are atomic."""
+
+    unreadable = (OSError, ValueError)
+
+    def __init__(self, path):
+        self.path = os.path.abspath(os.fspath(path))
+
+    def join(self, name):
+        return os.path.join(self.path, name)
+
+    def prepare(self):
+        if os.path.exists(self.path) and not os.path.isdir(self.path):
+            raise NotADirectoryError(f"checkpoint {self.path!r} is not a directory")
+        os.makedirs(self.path, exist_ok=True)
+        if not os.access(self.path, os.W_OK | os.X_OK):
+            raise PermissionError(f"checkpoint directory {self.path!r} is not writable")
+
+    def read_manifest(self):
+        with open(self.join(MANIFEST), encoding="utf-8") as f:
+            return f.read()
+
+    def write_manifest(self, text):
+        with atomic_path(self.join(MANIFEST)) as tmp:
+            with open(tmp, "w", encoding="utf-8") as f:
+                f.write(text)
+
+    def has_state(self, name):
+        return os.path.isdir(self.join(name))
+
+    def state_dir(self, name):
+        """Context manager: the hidden directory a state is written in, renamed into place on success."""
+        return atomic_dir(self.join(name))
+
+    def remove_states(self, keep):
+        for old in glob.glob(os.path.join(self.path, "state-*")):
+            if os.path.basename(old) != keep:
+                shutil.rmtree(old, ignore_errors=True)
+
+    def remove_manifest(self):
+        try:
+            os.unlink(self.join(MANIFEST))
+        except FileNotFoundError:
+            pass
+
+    def remove_partial(self):
         for tmp in glob.glob(os.path.join(self.path, ".state-*.tmp")):
             shutil.rmtree(tmp, ignore_errors=True)
         for tmp in glob.glob(os.path.join(self.path, f".{MANIFEST}.*.tmp")):
@@ -304,6 +363,84 @@ class Checkpoint:
                 os.unlink(tmp)
             except FileNotFoundError:
                 pass
+
+
+class _Prefix:
+    """A checkpoint under a URL prefix of an object store (through fsspec).
+
+    A store has no rename of a prefix: a state is written under a hidden
+    temporary prefix and its objects moved into place once all are written
+    (:func:`~mst_dist.io.urls.atomic_url_dir`), the manifest written as a
+    hidden object and moved onto ``manifest.json`` (one object, replaced
+    whole), and the older states removed only then.  The manifest always
+    names a state whose every object is there.  The listing cache of the
+    file system is dropped before each look, since the workers write.
+    """
+
+    unreadable = (ValueError,)  # the store's own errors (network, access) are not a foreign manifest
+
+    def __init__(self, path, storage_options):
+        self.url = urls.URL(str(path).rstrip("/"), storage_options)
+        self.path = str(self.url)
+        self.fs, self.root = urls.filesystem(self.url)
+        self.root = self.root.rstrip("/")
+
+    def join(self, name):
+        return urls.join(self.url, name)
+
+    def _key(self, name):
+        return f"{self.root}/{name}"
+
+    def _names(self):
+        """The names directly under the prefix (objects and sub-prefixes), hidden ones included."""
+        self.fs.invalidate_cache(self.root)
+        try:
+            return [posixpath.basename(q.rstrip("/")) for q in self.fs.ls(self.root, detail=False)]
+        except FileNotFoundError:
+            return []
+
+    def _rm(self, name, recursive=False):
+        try:
+            self.fs.rm(self._key(name), recursive=recursive)
+        except FileNotFoundError:
+            pass
+
+    def prepare(self):
+        urls.check_writable_prefix(self.url, "checkpoint")
+        if self.fs.isfile(self.root):
+            raise NotADirectoryError(f"checkpoint {self.path!r} is an object, not a prefix")
+
+    def read_manifest(self):
+        return self.fs.cat_file(self._key(MANIFEST)).decode("utf-8")
+
+    def write_manifest(self, text):
+        with urls.atomic_url_file(self.join(MANIFEST)) as tmp:
+            self.fs.pipe_file(urls.filesystem(tmp)[1], text.encode("utf-8"))
+
+    def has_state(self, name):
+        self.fs.invalidate_cache(self.root)
+        return self.fs.exists(self._key(f"{name}/forest.npy"))  # every state has its forest
+
+    def state_dir(self, name):
+        return urls.atomic_url_dir(self.join(name))
+
+    def remove_states(self, keep):
+        for name in self._names():
+            if fnmatch.fnmatchcase(name, "state-*") and name != keep:
+                self._rm(name, recursive=True)
+        self.fs.invalidate_cache(self.root)
+
+    def remove_manifest(self):
+        self._rm(MANIFEST)
+        self.fs.invalidate_cache(self.root)
+
+    def remove_partial(self):
+        for name in self._names():
+            if fnmatch.fnmatchcase(name, ".state-*.tmp"):
+                self._rm(name, recursive=True)
+            elif fnmatch.fnmatchcase(name, f".{MANIFEST}.*.tmp") or fnmatch.fnmatchcase(name, ".*.probe"):
+                self._rm(name)
+        self.fs.invalidate_cache(self.root)
 
 
 class _Saving:
@@ -314,10 +451,12 @@ class _Saving:
     def __enter__(self):
         self.ck.saves += 1
         self.name = f"state-{self.ck.saves:06d}"
-        self.dir = atomic_dir(os.path.join(self.ck.path, self.name))
+        self.dir = self.ck.where.state_dir(self.name)
         return self.dir.__enter__()
 
     def __exit__(self, exc_type, exc, tb):
+        if isinstance(self.ck.where, _Prefix):
+            self.ck.where.fs.invalidate_cache()  # the workers wrote under the temporary prefix
         self.dir.__exit__(exc_type, exc, tb)
         if exc_type is None:
             self.ck._publish(self.name, self.where)
@@ -347,14 +486,23 @@ def merge_forest(*parts):
 
 
 def _save(directory, name, a):
-    with open(os.path.join(directory, name), "wb") as f:
+    with urls.open_binary(urls.join(directory, name), "wb") as f:
         np.save(f, a)
 
 
+def _load(directory, name):
+    """A saved array (``FileNotFoundError`` when absent)."""
+    path = urls.join(directory, name)
+    if not urls.is_url(path):
+        return np.load(path)
+    with urls.open_binary(path) as f:
+        return np.load(f)
+
+
 def write_state(directory, labels, forest, *rows):
-    """Write a state's arrays into ``directory``: ``labels`` (a vertex map, as ``(L, n)`` or ``L``;
-    ``None``: the identity), the forest ids, and (streaming) the forest rows, from any number of
-    ``(edge_id, src, dst, weight)`` parts."""
+    """Write a state's arrays into ``directory`` (a path, or a URL carrying its options): ``labels`` (a
+    vertex map, as ``(L, n)`` or ``L``; ``None``: the identity), the forest ids, and (streaming) the forest
+    rows, from any number of ``(edge_id, src, dst, weight)`` parts."""
     if labels is not None:
         L = labels[0] if isinstance(labels, tuple) else labels
         small = L.shape[0] == 0 or (L.min() >= np.iinfo(np.int32).min and L.max() <= np.iinfo(np.int32).max)
@@ -371,21 +519,89 @@ def write_state(directory, labels, forest, *rows):
 def read_labels(directory, n_live=None):
     """A saved state's labels: a round map ``(L, n_live)``, or the vertex map ``L`` when ``n_live``
     is not given; ``None`` for the identity."""
-    path = os.path.join(directory, "labels.npy")
-    if not os.path.exists(path):
-        return None
-    L = np.load(path).astype(np.int64)
+    if urls.is_url(directory):
+        try:
+            L = _load(directory, "labels.npy")
+        except FileNotFoundError:
+            return None
+    else:
+        path = os.path.join(directory, "labels.npy")
+        if not os.path.exists(path):
+            return None
+        L = np.load(path)
+    L = L.astype(np.int64)
     return L if n_live is None else RoundMap(L, n_live)
 
 
 def read_forest(directory):
     """A saved state's forest edge ids (ascending)."""
-    return np.load(os.path.join(directory, "forest.npy"))
+    return _load(directory, "forest.npy")
+
+
+#: Saved row columns up to this size are read whole from an object store; larger ones by ranges.
+WHOLE_READ_BYTES = 16 << 20
+
+
+class _RemoteColumn:
+    """A ``.npy`` column on an object store, read by byte ranges (what a memory map does locally)."""
+
+    def __init__(self, path):
+        self.fs, p = urls.filesystem(path)
+        self.f = self.fs.open(p, "rb", cache_type="none")  # exact ranges: no read-ahead of whole blocks
+        version = np.lib.format.read_magic(self.f)
+        read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) \
+            else np.lib.format.read_array_header_2_0
+        shape, fortran, self.dtype = read_header(self.f)
+        self.n = int(shape[0])
+        self.offset = self.f.tell()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.f.close()
+        return False
+
+    def nbytes(self):
+        return self.n * self.dtype.itemsize
+
+    def slice(self, a, b):
+        if b <= a:
+            return np.empty(0, self.dtype)
+        self.f.seek(self.offset + a * self.dtype.itemsize)
+        return np.frombuffer(self.f.read((b - a) * self.dtype.itemsize), dtype=self.dtype).copy()
+
+    def searchsorted(self, value):
+        """``numpy.searchsorted(column, value)`` (left) by a binary search of single-element reads."""
+        lo, hi = 0, self.n
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self.slice(mid, mid + 1)[0] < value:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
 
 
 def read_rows(directory, lo, hi, n_vertices):
     """The saved forest rows of edge ids ``[lo, hi)``, as a streaming pass keeps them."""
+    if urls.is_url(directory):
+        return _read_remote_rows(directory, lo, hi, n_vertices)
     eid = np.load(os.path.join(directory, "rows-edge_id.npy"), mmap_mode="r")
     a, b = np.searchsorted(eid, lo), np.searchsorted(eid, hi)
     cols = [np.array(np.load(os.path.join(directory, f"rows-{n}.npy"), mmap_mode="r")[a:b]) for n in _ROWS]
+    return KeptRows(*cols, n_vertices)
+
+
+def _read_remote_rows(directory, lo, hi, n_vertices):
+    with _RemoteColumn(urls.join(directory, "rows-edge_id.npy")) as eid:
+        if eid.nbytes() <= WHOLE_READ_BYTES:  # one request beats a binary search of many
+            ids = eid.slice(0, eid.n)
+            a, b = int(np.searchsorted(ids, lo)), int(np.searchsorted(ids, hi))
+        else:
+            a, b = eid.searchsorted(lo), eid.searchsorted(hi)
+        cols = [eid.slice(a, b)]
+    for name in _ROWS[1:]:
+        with _RemoteColumn(urls.join(directory, f"rows-{name}.npy")) as col:
+            cols.append(col.slice(a, b))
     return KeptRows(*cols, n_vertices)

@@ -73,7 +73,7 @@ class RunSpec:
     output, labels_output : str or None
         Directories the workers write the forest / the labels to.
     checkpoint : str or None
-        Directory of the run's checkpoints; ``resume``: go on from what it holds.
+        Directory (or fsspec URL) of the run's checkpoints; ``resume``: go on from what it holds.
     vertex_partition : {"auto", "always", "never"}
         Whether the per-vertex state is cut into ranges spread over the workers.
     vertex_ranges : int or None

@@ -27,8 +27,8 @@ import posixpath
 import re
 import secrets
 
-__all__ = ["URL", "atomic_url_dir", "exists", "filesystem", "getsize", "glob", "is_url", "isdir", "join",
-           "list_files", "open_binary", "url"]
+__all__ = ["URL", "atomic_url_dir", "atomic_url_file", "check_writable_prefix", "exists", "filesystem", "getsize",
+           "glob", "is_url", "isdir", "join", "list_files", "local_path", "open_binary", "url"]
 
 _PROTOCOL = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
 
@@ -192,3 +192,62 @@ def atomic_url_dir(path, storage_options=None):
         except Exception:  # pragma: no cover - best effort; the name is hidden
             pass
         fs.invalidate_cache()
+
+
+def local_path(path):
+    """The local path a ``file://`` URL names (``file:///data/ck`` -> ``/data/ck``); any other path unchanged."""
+    if isinstance(path, str) and not isinstance(path, URL) and path.startswith("file://"):
+        rest = path[len("file://"):]
+        if rest.startswith("localhost/"):
+            rest = rest[len("localhost"):]
+        return rest
+    return path
+
+
+def check_writable_prefix(path, what, storage_options=None):
+    """Check, before any work, that objects can be written under the URL prefix ``path``.
+
+    A hidden trial object (``.<hex>.probe``) is written under ``path`` and
+    removed; a :class:`PermissionError` naming ``what`` and the URL when the
+    store refuses it (no such bucket, no credentials, read-only access).
+    Nothing else is created: no bucket, no directory marker.
+    """
+    fs, p = filesystem(path, storage_options)
+    probe = f"{p.rstrip('/')}/.{secrets.token_hex(4)}.probe"
+    try:
+        with fs.open(probe, "wb") as f:
+            f.write(b"")
+    except Exception as e:
+        raise PermissionError(f"{what} {str(path)!r}: cannot write under it ({type(e).__name__}: {e})") from None
+    try:
+        fs.rm(probe)
+    except Exception as e:
+        raise PermissionError(f"{what} {str(path)!r}: an object written under it cannot be removed "
+                              f"({type(e).__name__}: {e})") from None
+    return path
+
+
+@contextlib.contextmanager
+def atomic_url_file(path, storage_options=None):
+    """A hidden temporary object (a :class:`URL`) next to the URL ``path``, moved onto it on success.
+
+    The move is the store's copy of one object, which replaces ``path``
+    whole (a reader sees the old object or the new one); on an exception
+    the temporary object is removed and ``path`` is untouched.
+    """
+    fs, p = filesystem(path, storage_options)
+    parent, name = posixpath.split(p.rstrip("/"))
+    tmp = f"{parent}/.{name}.{secrets.token_hex(4)}.tmp"
+    tmp_url = URL(f"{_protocol(path)}://{tmp}", {**dict(getattr(path, "storage_options", None) or {}),
+                                                 **(storage_options or {})})
+    try:
+        yield tmp_url
+        fs.invalidate_cache(parent)
+        fs.mv(tmp, p)
+    finally:
+        try:
+            fs.invalidate_cache(parent)
+            if fs.exists(tmp):
+                fs.rm(tmp)
+        except Exception:  # pragma: no cover - best effort; the name is hidden
+            pass

@@ -155,3 +155,151 @@ def test_command_line_reads_a_url(s3, graph, tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = json.loads(proc.stdout)["summary"]
     assert summary["forest_edges"] == len(exp) and summary["edges"] == len(s)
+
+
+# ---------------------------------------------------------------------------
+# checkpoints under an s3:// prefix
+# ---------------------------------------------------------------------------
+
+class Preempted(BaseException):
+    """Stands for the signal that ends a job (raised from the progress callback, as Ctrl-C would be)."""
+
+
+def _stop_at(**when):
+    def progress(ev):
+        if all(ev.get(k) == v for k, v in when.items()):
+            raise Preempted(ev)
+    return progress
+
+
+def _names(fs, prefix):
+    """Every name directly under ``prefix`` (objects and sub-prefixes, hidden ones included)."""
+    fs.invalidate_cache()
+    try:
+        return sorted(p.rstrip("/").rsplit("/", 1)[1] for p in fs.ls(prefix, detail=False))
+    except FileNotFoundError:
+        return []
+
+
+def _manifest(fs, prefix):
+    import json
+
+    from mst_dist.engine.checkpoint import MANIFEST
+
+    fs.invalidate_cache()
+    return json.loads(fs.cat_file(f"{prefix}/{MANIFEST}"))
+
+
+def test_checkpoint_on_s3_stopped_after_round_2_and_resumed(s3, pclient):
+    from mst_dist.engine.checkpoint import MANIFEST
+
+    options, fs = s3
+    g = mst_dist.generate("erdos_renyi", seed=9, n=2000, m=8000)
+    exp, comps = kruskal(g.n_vertices, *g.to_arrays())
+    ck, prefix = f"s3://{BUCKET}/ck/run1", f"{BUCKET}/ck/run1"
+    opts = dict(partitions=3, local_finish=0, storage_options=options)
+    with pytest.raises(Preempted):
+        mst_dist.minimum_spanning_forest(g, pclient, checkpoint=ck, progress=_stop_at(phase="map", round=2), **opts)
+    saved = _manifest(fs, prefix)
+    assert saved["mode"] == "resident" and saved["round"] == 2 and not saved["complete"]
+    # the manifest and the one state it names, whole; nothing temporary, no older state
+    assert _names(fs, prefix) == [MANIFEST, saved["state"]]
+    assert _names(fs, f"{prefix}/{saved['state']}") == ["forest.npy", "labels.npy"]
+    assert _names(fs, f"{BUCKET}/ck") == ["run1"]  # no probe, no temporary prefix beside it
+
+    # what a save killed part-way leaves under hidden names is removed by the next run
+    fs.pipe(f"{prefix}/.state-000099.1a2b3c4d.tmp/labels.npy", b"half")
+    fs.pipe(f"{prefix}/.{MANIFEST}.5e6f7a8b.tmp", b"{")
+    events = []
+    res = mst_dist.minimum_spanning_forest(g, pclient, checkpoint=ck, progress=events.append, **opts)
+    np.testing.assert_array_equal(res.edge_ids, exp)
+    assert res.n_components == comps
+    assert res.stats.resumed_from == saved["round"] == 2
+    rounds = [ev["round"] for ev in events if ev.get("phase") in ("map", "local")]
+    assert rounds and min(rounds) == 2  # went on from the saved round, not from round 0
+    assert _names(fs, prefix) == []  # a finished run removes its state, and nothing temporary is left
+    assert _names(fs, f"{BUCKET}/ck") == []
+
+
+def test_streamed_checkpoint_on_s3_resumes_after_a_pass(s3, pclient):
+    options, fs = s3
+    g = mst_dist.generate("rmat", seed=6, scale=11, edge_factor=8)
+    exp, _ = kruskal(g.n_vertices, *g.to_arrays())
+    ck, prefix = f"s3://{BUCKET}/ck/stream", f"{BUCKET}/ck/stream"
+    with pytest.raises(Preempted):
+        mst_dist.minimum_spanning_forest(g, pclient, stream="always", checkpoint=ck, storage_options=options,
+                                         progress=_stop_at(**{"pass": "pass 2"}))
+    saved = _manifest(fs, prefix)
+    assert saved["mode"] == "stream" and saved["passes"] == 1 and saved["rows"]
+    assert _names(fs, f"{prefix}/{saved['state']}") == sorted(
+        ["forest.npy", "labels.npy", "rows-dst.npy", "rows-edge_id.npy", "rows-src.npy", "rows-weight.npy"])
+    events = []
+    res = mst_dist.minimum_spanning_forest(g, pclient, stream="always", checkpoint=ck, storage_options=options,
+                                           progress=events.append)
+    np.testing.assert_array_equal(res.edge_ids, exp)
+    assert res.stats.resumed_from is not None
+    assert "pass 1" not in {ev.get("pass") for ev in events}  # the saved pass was not read again
+    assert _names(fs, prefix) == []
+
+
+def test_saved_rows_read_back_by_ranges_from_s3(s3, monkeypatch):
+    """A large saved column is not read whole: a binary search of ranged reads finds the same rows."""
+    from mst_dist.engine import checkpoint
+    from mst_dist.io.urls import URL
+
+    options, fs = s3
+    rng = np.random.default_rng(3)
+    eid = np.sort(rng.choice(100_000, 5000, replace=False)).astype(np.int64)
+    src, dst = rng.integers(0, 900, 5000), rng.integers(0, 900, 5000)
+    w = rng.random(5000)
+    state = URL(f"s3://{BUCKET}/rows/state-000001", options)
+    order = rng.permutation(5000)  # parts in any order: the state holds them sorted by edge id
+    parts = [(eid[order[:2000]], src[order[:2000]], dst[order[:2000]], w[order[:2000]]),
+             (eid[order[2000:]], src[order[2000:]], dst[order[2000:]], w[order[2000:]])]
+    checkpoint.write_state(state, None, eid, *parts)
+    np.testing.assert_array_equal(checkpoint.read_forest(state), eid)
+    assert checkpoint.read_labels(state) is None  # none saved: the identity
+    for lo, hi in [(0, 100_000), (eid[10], eid[4000]), (eid[10] + 1, eid[10] + 2), (200_000, 300_000)]:
+        whole = checkpoint.read_rows(state, lo, hi, 900)
+        monkeypatch.setattr(checkpoint, "WHOLE_READ_BYTES", 0)
+        ranged = checkpoint.read_rows(state, lo, hi, 900)
+        monkeypatch.undo()
+        keep = (eid >= lo) & (eid < hi)
+        for got in (whole, ranged):  # (edge_id, src, dst, weight)
+            for col, want in zip(got, (eid, src, dst, w)):
+                np.testing.assert_array_equal(col, want[keep])
+
+
+def test_checkpoint_of_another_graph_on_s3_refused(s3, pclient):
+    from mst_dist import CheckpointMismatchError
+
+    options, fs = s3
+    g = mst_dist.generate("erdos_renyi", seed=9, n=2000, m=8000)
+    ck, prefix = f"s3://{BUCKET}/ck/run2", f"{BUCKET}/ck/run2"
+    opts = dict(partitions=3, local_finish=0, storage_options=options)
+    with pytest.raises(Preempted):
+        mst_dist.minimum_spanning_forest(g, pclient, checkpoint=ck, progress=_stop_at(phase="map", round=1), **opts)
+    saved = _manifest(fs, prefix)
+    other = mst_dist.generate("erdos_renyi", seed=10, n=2000, m=8000)
+    with pytest.raises(CheckpointMismatchError, match=r"another run \(graph sources") as e:
+        mst_dist.minimum_spanning_forest(other, pclient, checkpoint=ck, **opts)
+    assert ck in str(e.value) and "resume=False" in str(e.value)
+    assert _manifest(fs, prefix) == saved  # refused, and left as it was
+    assert _names(fs, prefix) == ["manifest.json", saved["state"]]
+    res = mst_dist.minimum_spanning_forest(other, pclient, checkpoint=ck, resume=False, **opts)
+    np.testing.assert_array_equal(res.edge_ids, kruskal(other.n_vertices, *other.to_arrays())[0])
+    assert res.stats.resumed_from is None
+    assert _names(fs, prefix) == []
+
+
+def test_unwritable_checkpoint_bucket_refused_before_the_run(s3, graph):
+    options, fs = s3
+    (s, d, w), n, _, _ = graph
+    events = []
+    with pytest.raises(PermissionError, match=r"checkpoint 's3://no-such-bucket/ck': cannot write"):
+        mst_dist.minimum_spanning_forest(mst_dist.Graph.from_arrays(s, d, w), "embedded",
+                                         checkpoint="s3://no-such-bucket/ck", storage_options=options,
+                                         progress=events.append)
+    assert events == []  # refused before any work
+    fs.invalidate_cache()
+    assert not fs.exists("no-such-bucket")  # and no bucket was made for it

@@ -4,7 +4,9 @@
 (:class:`mst_dist.engine.checkpoint.Checkpoint`, which owns the on-disk
 format): it keeps the running labels and forest as futures on the workers,
 has a worker write each state, and reads a saved state back as futures.  A
-kind of run calls it; the state it resumes into is the kind's own.
+kind of run calls it; the state it resumes into is the kind's own.  On an
+object store the paths the tasks get are URLs carrying the run's
+``storage_options``, so the workers open them with the same credentials.
 """
 from __future__ import annotations
 
@@ -25,7 +27,8 @@ class RunCheckpoint:
     def __init__(self, client, graph, spec, token):
         self.client = client
         self.token = token
-        self.store = checkpoint.Checkpoint(spec.checkpoint, graph, spec.identity(), resume=spec.resume)
+        self.store = checkpoint.Checkpoint(spec.checkpoint, graph, spec.identity(), resume=spec.resume,
+                                           storage_options=spec.storage_options)
         self.saved: checkpoint.Manifest | None = None
         self.labels = None      #: future of the vertex -> component map so far (resident)
         self.forest = None      #: future of the forest ids so far
