@@ -193,7 +193,8 @@ def number(rp: RangeParents, root_offset, finished_offset):
     """Roots numbered from ``root_offset``, finished components from ``finished_offset`` (as ``-(F + 1)``).
 
     Other components keep their root (``>= 0``) for :func:`relabel` to ask.
-    Returns ``(RangeParents, RangeMap of the roots and finished ones)``.
+    Returns the :class:`RangeMap` of the roots and finished ones (the parents
+    stay a task output of their own: each output holds one array of the range).
     """
     idx = np.arange(rp.lo, rp.hi)
     is_root = rp.parent == idx
@@ -201,25 +202,23 @@ def number(rp: RangeParents, root_offset, finished_offset):
     lab = np.full(rp.hi - rp.lo, 0, np.int64)
     lab[is_root] = root_offset + np.arange(np.count_nonzero(is_root))
     lab[fin] = -(finished_offset + np.arange(np.count_nonzero(fin)) + 1)
-    return rp, RangeMap(rp.lo, rp.hi, lab)
+    return RangeMap(rp.lo, rp.hi, lab)
 
 
-def split_roots(numbered, bounds):
+def split_roots(rp: RangeParents, bounds):
     """Ask the owners of the roots of the components that are not roots for the roots' new ids."""
-    rp = numbered[0]
     idx = np.arange(rp.lo, rp.hi)
     ids = np.unique(rp.parent[(rp.parent >= 0) & (rp.parent != idx)])
     return vr.cut_sorted(ids, bounds)
 
 
-def serve_new_ids(numbered, *parts):
-    m = numbered[1]
+def serve_new_ids(m: RangeMap, *parts):
     return [m.labels[p - m.lo] for p in parts]
 
 
-def relabel(numbered, split_out, *answers):
+def relabel(rp: RangeParents, split_out, *answers, numbered: RangeMap):
     """The range's round map: every component's new id (its root's), or ``-(F + 1)`` finished."""
-    rp, m = numbered
+    m = numbered
     ids = split_out.ids
     new = vr.answers_of(split_out, answers)
     idx = np.arange(rp.lo, rp.hi)

@@ -195,6 +195,8 @@ def slurm(tmp_path_factory):
     node = socket.gethostname().split(".")[0]
     mem_mb = int(open("/proc/meminfo").read().split()[1]) // 1024 // 2
     conf = d / "slurm.conf"
+    # cred_expire: a requeued job may start again that many seconds after its requeue (SLURM's
+    # default, 120 s, would be most of the requeue test's time)
     conf.write_text(f"""ClusterName=msttest
 SlurmctldHost={node}
 SlurmctldPort={_free_port()}
@@ -203,7 +205,7 @@ SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
 CredType=cred/munge
-AuthInfo=socket={sock}
+AuthInfo=socket={sock},cred_expire=10
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 SelectType=select/cons_tres

@@ -165,7 +165,7 @@ def test_worker_killed_in_a_partitioned_round(pclient):
 
 
 def test_no_task_output_holds_n_bytes(client2):
-    """With every round partitioned over 32 ranges, no mst-* task's result holds n bytes or more."""
+    """With every round partitioned over 16 ranges, no mst-* task's result holds n bytes or more."""
     from distributed.diagnostics.plugin import SchedulerPlugin
 
     class TaskBytes(SchedulerPlugin):
@@ -188,10 +188,12 @@ def test_no_task_output_holds_n_bytes(client2):
         return max(sizes.items(), key=lambda kv: kv[1]), len(sizes)
 
     n = 2**20  # a sparse graph: most vertices are isolated, and finish in the first round
-    g = mst_dist.generate("erdos_renyi", seed=3, n=n, m=2**16)
+    g = mst_dist.generate("erdos_renyi", seed=3, n=n, m=2**15)
     client2.register_plugin(TaskBytes())
     try:
-        res = partitioned(g, client2, ranges=32, partitions=8, local_finish=0)
+        # 16 ranges: one int64 array of a range is n/2 bytes; 4 chunks (of m/4 edges) keep the
+        # exchanges' task count (chunks x ranges, ranges x ranges) down
+        res = partitioned(g, client2, ranges=16, partitions=4, local_finish=0)
         (key, nbytes), seen = client2.run_on_scheduler(largest)
     finally:
         client2.unregister_scheduler_plugin("mst-test-task-bytes")

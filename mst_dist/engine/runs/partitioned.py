@@ -140,9 +140,10 @@ class PartitionedRun(ResidentRun):
         n_next, finished = int(roots.sum()), finished + int(fins.sum())
         numbered = [c.submit(ranged.number, p, int(root_off[r]), int(fin_off[r]), key=key("number", rnd, r))
                     for r, p in enumerate(parents)]
-        rmaps = self._exchange("relabel", rnd, numbered, numbered,
+        rmaps = self._exchange("relabel", rnd, parents, numbered,
                                split=functools.partial(ranged.split_roots, bounds=bounds),
-                               serve=ranged.serve_new_ids, assemble=ranged.relabel)
+                               serve=ranged.serve_new_ids, assemble=ranged.relabel,
+                               assemble_kwargs=[{"numbered": m} for m in numbered])
         t_contract = time.perf_counter()
         # filter-edges: each chunk asks for its ids' new ids, takes the forest edges of its own edge ids,
         # and maps the next round
