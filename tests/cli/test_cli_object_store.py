@@ -127,3 +127,30 @@ def test_storage_options_in_a_run_config_must_be_a_mapping():
     with pytest.raises(ConfigError, match="storage_options: expected mapping"):
         validate_run_config({"graph": {"generate": {"kind": "grid", "rows": 3, "cols": 3}},
                              "storage_options": "anon"})
+
+
+@pytest.mark.usefixtures("restore_logging")
+def test_run_with_a_checkpoint_url(s3, graph, tmp_path, monkeypatch, capsys):
+    """``--checkpoint s3://...``: the run saves its rounds there (the store's options from the flag) and,
+    finished, leaves nothing under the prefix; the forest is Kruskal's."""
+    options, fs = s3
+    (s, d, w), exp = graph
+    monkeypatch.chdir(tmp_path)
+    saved = []
+    from mst_dist.engine import checkpoint
+
+    real = checkpoint.Checkpoint.saving
+
+    def spy(self, **where):
+        saved.append(self.path)
+        return real(self, **where)
+
+    monkeypatch.setattr(checkpoint.Checkpoint, "saving", spy)
+    code = cli.main(["run", "--input", f"s3://{BUCKET}/in/g.txt", "--checkpoint", f"s3://{BUCKET}/ck/run",
+                     "-o", f"s3://{BUCKET}/ck-out/forest.parquet", "--partitions", "3", "--local-finish", "0",
+                     "--storage-options", json.dumps(options), "-q"])
+    assert code == 0
+    np.testing.assert_array_equal(_read_forest(fs, "ck-out/forest.parquet").column("edge_id").to_numpy(), exp)
+    assert saved and all(str(p).startswith("s3://") for p in saved)
+    fs.invalidate_cache()
+    assert fs.find(f"{BUCKET}/ck") == []

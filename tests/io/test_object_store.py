@@ -9,7 +9,7 @@ import pytest
 
 import mst_dist
 from support.naive import component_labels, kruskal
-from support.needs import module
+from support.objectstore import moto_s3
 
 pytestmark = pytest.mark.processes
 
@@ -18,20 +18,9 @@ BUCKET = "graphs"
 
 @pytest.fixture(scope="module")
 def s3():
-    """``storage_options`` of a fresh bucket on a moto server of this process."""
-    module("s3fs", 'pip install "mst-dist[s3]" (s3fs)')
-    moto_server = module("moto.server", 'pip install "moto[server]"')
-    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0)
-    server.start()
-    host, port = server.get_host_and_port()
-    options = {"key": "testing", "secret": "testing",
-               "client_kwargs": {"endpoint_url": f"http://{host}:{port}", "region_name": "us-west-2"}}
-    import s3fs
-
-    fs = s3fs.S3FileSystem(**options)
-    fs.mkdir(BUCKET)
-    yield options, fs
-    server.stop()
+    """``(storage_options, s3fs file system)`` of a fresh bucket on a moto server of this process."""
+    with moto_s3(BUCKET) as store:
+        yield store
 
 
 @pytest.fixture(scope="module")
