@@ -24,6 +24,7 @@ from mst_dist.result import MSFResult, RoundStats, RunStats, PHASES
 from mst_dist.api import minimum_spanning_forest, maximum_spanning_forest
 from mst_dist.generators import generate, GENERATORS
 from mst_dist.io import interop as _interop  # noqa: F401  (registers Graph.from_networkx, ...)
+from mst_dist.io import writers as _writers  # noqa: F401  (registers the levels' URL writer)
 
 from mst_dist._version import __version__
 

@@ -1,9 +1,10 @@
-"""The worker plugin that holds a run's HDBSCAN core distances on every worker (imports ``distributed``)."""
+"""Where a run's HDBSCAN core distances live on the workers: a worker plugin and its table (imports ``distributed``)."""
 from __future__ import annotations
 
 from distributed.diagnostics.plugin import WorkerPlugin
 
-from mst_dist.clustering import hdbscan as _hdbscan
+#: name -> core distances, in each worker process (filled by the plugin, emptied as it goes)
+_CORES: dict = {}
 
 
 class CoreDistances(WorkerPlugin):
@@ -18,7 +19,16 @@ class CoreDistances(WorkerPlugin):
         self.core = core
 
     def setup(self, worker):
-        _hdbscan._CORES[self.name] = self.core
+        _CORES[self.name] = self.core
 
     def teardown(self, worker):
-        _hdbscan._CORES.pop(self.name, None)
+        _CORES.pop(self.name, None)
+
+
+def core_here(name):
+    """The core distances the plugin ``name`` installed on this worker."""
+    try:
+        return _CORES[name]
+    except KeyError:
+        raise RuntimeError(f"hdbscan: the core distances {name!r} are not on this worker (its plugin was "
+                           f"unregistered: the run is over)") from None

@@ -170,26 +170,16 @@ def core_array(n, k, merged=None):
     return core
 
 
-_CORES: dict = {}
-
-
-def _core_here(name):
-    """The core distances the plugin ``name`` installed on this worker."""
-    try:
-        return _CORES[name]
-    except KeyError:
-        raise RuntimeError(f"hdbscan: the core distances {name!r} are not on this worker (its plugin was "
-                           f"unregistered: the run is over)") from None
-
-
 def mutual_reachability_rows(start, stop, *, source, core):
     """Rows ``start:stop`` of ``source`` weighted by mutual reachability, where they load.
 
     ``core``: the name of the published core distances.  An edge with an end
     of no core distance weighs :data:`ABSENT`; the row count is the source's.
     """
+    from mst_dist.clustering._plugin import core_here
+
     s, d, w = _host_rows(source, start, stop)
-    c = _core_here(core)
+    c = core_here(core)
     cs, cd = c[s], c[d]
     mr = np.maximum(np.maximum(cs, cd), w)
     mr[~(np.isfinite(cs) & np.isfinite(cd))] = ABSENT

@@ -106,6 +106,12 @@ def levels_of_parts(n, path, storage_options, *parts):
     return len(out)
 
 
+#: What this layer writes through the I/O layer without importing it, registered by
+#: :mod:`mst_dist.io.writers` when it is imported (``import mst_dist`` imports it):
+#: ``"is_url"`` tells a URL, ``"url"`` writes a directory of levels there.
+WRITERS: dict = {}
+
+
 def write_levels(levels, path, storage_options=None):
     """Write the levels as ``level-<r>.parquet`` files (``vertex``, ``cluster``) in the directory ``path``.
 
@@ -113,16 +119,8 @@ def write_levels(levels, path, storage_options=None):
     replacing what was there; a URL (``s3://...``, with ``storage_options``)
     is written under a hidden prefix and committed once every level is there.
     """
-    import pyarrow as pa
-
-    from mst_dist.io import urls, writers
-
-    if urls.is_url(path):
-        with writers.dataset_dir(path, storage_options) as tmp:
-            for r, lab in enumerate(levels, start=1):
-                writers._write_table(pa.table({"vertex": np.arange(lab.shape[0], dtype=np.int64), "cluster": lab}),
-                                     urls.join(tmp, f"level-{r:03d}.parquet"))
-        return path
+    if WRITERS and WRITERS["is_url"](path):
+        return WRITERS["url"](levels, path, storage_options)
     return _write_levels_here(levels, path)
 
 

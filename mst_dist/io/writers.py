@@ -771,3 +771,27 @@ def read_forest_dataset(path, storage_options=None):
     else:
         t = pq.read_table(os.fspath(path))
     return tuple(t.column(c).to_numpy() for c in _COLUMNS)
+
+
+def _write_levels_url(levels, path, storage_options=None):
+    """Borůvka levels (:func:`mst_dist.clustering.levels`) as ``level-<r>.parquet`` objects under a URL, atomically."""
+    import pyarrow as pa
+
+    from mst_dist.io import urls
+
+    with dataset_dir(path, storage_options) as tmp:
+        for r, lab in enumerate(levels, start=1):
+            _write_table(pa.table({"vertex": np.arange(lab.shape[0], dtype=np.int64), "cluster": lab}),
+                         urls.join(tmp, f"level-{r:03d}.parquet"))
+    return path
+
+
+def _register():
+    from mst_dist.clustering.levels import WRITERS
+    from mst_dist.io import urls
+
+    WRITERS.update(is_url=urls.is_url, url=_write_levels_url)
+
+
+_register()
+
