@@ -20,7 +20,6 @@ def _find(parent, x):
     return x
 
 
-@njit(nogil=True, cache=True)
 def linkage_rows(n, src, dst, height, reps, join_height):
     """Rows of the single-linkage matrix: Kruskal's merges over the forest, then joins.
 
@@ -32,15 +31,21 @@ def linkage_rows(n, src, dst, height, reps, join_height):
     cluster made by row ``i`` is ``n + i``), a row is ``[smaller id, larger
     id, height, size]``.  Then the cluster of ``reps[0]`` joins ``reps[1]``'s,
     then ``reps[2]``'s, ... at ``join_height``.  A root's size and cluster id
-    sit side by side (one cache line per root reached).
+    sit side by side (one cache line per root reached), as int32 where they fit.
     """
-    rows = max(n - 1, 0)
-    Z = np.empty((rows, 4), dtype=np.float64)
-    parent = np.arange(n)
-    root = np.empty((n, 2), dtype=np.int64)  # [size, cluster id] of each root
-    for v in range(n):
-        root[v, 0] = 1
-        root[v, 1] = v
+    # int32 where the cluster ids (< 2n) fit: half the memory the walk reaches at random
+    idt = np.int32 if 2 * n < 2**31 else np.int64
+    parent = np.arange(n, dtype=idt)
+    root = np.empty((n, 2), dtype=idt)  # [size, cluster id] of each root
+    root[:, 0] = 1
+    root[:, 1] = parent
+    return _linkage_walk(n, src, dst, height, reps, join_height, parent, root)
+
+
+@njit(nogil=True, cache=True)
+def _linkage_walk(n, src, dst, height, reps, join_height, parent, root):
+    """:func:`linkage_rows`' walk, over the union-find arrays it was given."""
+    Z = np.empty((max(n - 1, 0), 4), dtype=np.float64)
     i = 0
     m = src.shape[0]
     for k in range(m + max(reps.shape[0] - 1, 0)):
