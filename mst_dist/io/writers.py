@@ -120,19 +120,16 @@ def check_writable(path, what="output", storage_options=None):
 
 
 class _url_file:
-    """:class:`atomic_path` for a URL: a local temporary file, uploaded next to the target and moved onto it.
+    """:class:`atomic_path` for a URL: a local temporary file, uploaded by :func:`mst_dist.io.urls.atomic_url_file`.
 
-    The upload goes to a hidden object beside the target, which is then
-    moved into place (on S3 a single object appears whole or not at all);
-    on an exception neither the target nor anything temporary is left.
-    ``path`` is the URL written.
+    The writers write local files; on success the file goes up as a hidden
+    object beside the target and is moved onto it; on an exception neither
+    the target nor anything temporary is left.  ``path`` is the URL written.
     """
 
     def __init__(self, path, storage_options=None):
-        from mst_dist.io import urls
-
         self.path = str(path)
-        self.fs, self._target = urls.filesystem(path, storage_options)
+        self._options = storage_options
         self._local = None
 
     def __enter__(self):
@@ -143,19 +140,13 @@ class _url_file:
         return self._local
 
     def __exit__(self, exc_type, exc, tb):
-        import posixpath
+        from mst_dist.io import urls
 
-        parent, name = posixpath.split(self._target.rstrip("/"))
-        hidden = f"{parent}/.{name}.{secrets.token_hex(4)}.tmp"
         try:
             if exc_type is None:
-                try:
-                    self.fs.put_file(self._local, hidden)
-                    self.fs.mv(hidden, self._target)
-                finally:
-                    if self.fs.exists(hidden):
-                        self.fs.rm(hidden)
-                    self.fs.invalidate_cache()
+                with urls.atomic_url_file(self.path, self._options) as tmp:
+                    fs, p = urls.filesystem(tmp)
+                    fs.put_file(self._local, p)
         finally:
             _remove(self._local)
         return False
