@@ -8,11 +8,20 @@ from mst_dist import config as mst_config
 SLOW_KINDS = ("processes", "mpi", "slurm")
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(config, items):
-    """Tests that start processes are ``slow`` as well, so ``-m "not slow"`` is a quick loop."""
+    """Tests that start processes are ``slow`` as well, so ``-m "not slow"`` is a quick loop.
+
+    Under pytest-xdist (``-n 2``, ``--dist loadgroup``) each module is one group, so its
+    module-scoped clusters start on one worker only, and every SLURM test is in one group: the
+    single-node SLURMs of two modules never run at the same time on this host.
+    """
     for item in items:
         if any(item.get_closest_marker(k) for k in SLOW_KINDS) and not item.get_closest_marker("slow"):
             item.add_marker(pytest.mark.slow)
+        if not item.get_closest_marker("xdist_group"):
+            group = "slurm" if item.get_closest_marker("slurm") else item.nodeid.split("::")[0]
+            item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.fixture(scope="session")
