@@ -12,16 +12,27 @@ SLOW_KINDS = ("processes", "mpi", "slurm")
 def pytest_collection_modifyitems(config, items):
     """Tests that start processes are ``slow`` as well, so ``-m "not slow"`` is a quick loop.
 
-    Under pytest-xdist (``-n 2``, ``--dist loadgroup``) each module is one group, so its
-    module-scoped clusters start on one worker only, and every SLURM test is in one group: the
-    single-node SLURMs of two modules never run at the same time on this host.
+    Under pytest-xdist (``-n 2``, ``--dist loadgroup``) every SLURM test is in one group, so the
+    single-node SLURMs of two modules never run at the same time on this host, and the tests of a
+    module with module- or class-scoped fixtures (a cluster of processes, say) are one group, so
+    those start on one worker only; other tests go wherever a worker is free.
     """
     for item in items:
         if any(item.get_closest_marker(k) for k in SLOW_KINDS) and not item.get_closest_marker("slow"):
             item.add_marker(pytest.mark.slow)
-        if not item.get_closest_marker("xdist_group"):
-            group = "slurm" if item.get_closest_marker("slurm") else item.nodeid.split("::")[0]
-            item.add_marker(pytest.mark.xdist_group(group))
+        if item.get_closest_marker("xdist_group"):
+            continue
+        if item.get_closest_marker("slurm"):
+            item.add_marker(pytest.mark.xdist_group("slurm"))
+        elif _shares_fixtures(item):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+
+
+def _shares_fixtures(item):
+    """Whether ``item`` uses a fixture that outlives one test but not the session."""
+    info = getattr(item, "_fixtureinfo", None)
+    defs = info.name2fixturedefs.values() if info is not None else ()
+    return any(d.scope in ("module", "class", "package") for ds in defs for d in ds)
 
 
 @pytest.fixture(scope="session")

@@ -246,7 +246,7 @@ def _single_linkage(forest, core, n):
         order = engine_order(weight)
     height = np.asarray(weight, np.float64)
     reps = component_reps(n, None, src, dst)
-    return linkage_rows(n, src[order], dst[order], height[order], reps, np.inf)
+    return linkage_rows(n, src, dst, height, order, reps, np.inf)
 
 
 def mutual_reachability(src, dst, weight, core):

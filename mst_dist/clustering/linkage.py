@@ -31,33 +31,16 @@ def forest_arrays(result, what="the linkage", ordered=True):
 
 
 def engine_order(weight):
-    """Positions of ``weight`` in ``(weight, position)`` order: a stable argsort, computed faster.
+    """Positions of ``weight`` in ``(weight, position)`` order, as a stable argsort gives them.
 
-    NumPy's stable sort of floats is a merge sort, about 3x slower than its
-    unstable (vectorised) one.  The unstable sort is exact where no two
-    weights are equal; with ties, one sort of unique int64 keys ``(group of
-    equal weights, position)`` puts each group's positions in order.
+    A radix sort of the weights' order-preserving uint64 keys (about twice
+    as fast as NumPy's quicksort of float64, and stable, where NumPy's stable
+    sort is a merge sort slower still); ``-0.0`` ties ``0.0``, nan sorts
+    last, as in NumPy.
     """
-    weight = np.asarray(weight)
-    m = weight.shape[0]
-    order = np.argsort(weight)
-    if m < 2:
-        return order.astype(np.int64, copy=False)
-    ws = weight[order]
-    starts = ws[1:] != ws[:-1]
-    if weight.dtype.kind == "f":  # nan sorts last and is never equal to itself: one group
-        both_nan = np.isnan(ws[1:]) & np.isnan(ws[:-1])
-        starts &= ~both_nan
-    if starts.all():
-        return order.astype(np.int64, copy=False)
-    group = np.empty(m, dtype=np.int64)
-    group[0] = 0
-    np.cumsum(starts, out=group[1:])
-    if m > np.iinfo(np.int64).max // m:  # pragma: no cover - beyond 3e9 forest edges
-        return np.argsort(weight, kind="stable")
-    key = group * m + order
-    key.sort()
-    return key % m
+    from mst_dist.clustering._kernels import RADIX_BITS, radix_order, sort_keys
+
+    return radix_order(sort_keys(weight), RADIX_BITS)
 
 
 def component_reps(n, labels, src, dst):
@@ -147,7 +130,7 @@ def linkage(result, *, join_distance=np.inf):
         raise ValueError(f"join_distance={join_distance!r} is below the forest's largest weight "
                          f"{height.max()!r}: the components' joins must come last")
     reps = component_reps(n, result.labels, src, dst)
-    Z = linkage_rows(n, src[order], dst[order], height[order], reps, join_distance)
+    Z = linkage_rows(n, src, dst, height, order, reps, join_distance)
     if Z.shape[0] != max(n - 1, 0):
         raise ValueError(f"the forest's {src.shape[0]} edges over {n} vertices are not a forest "
                          f"(a cycle): the linkage has {Z.shape[0]} rows, not {max(n - 1, 0)}")

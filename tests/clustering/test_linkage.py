@@ -173,7 +173,11 @@ def test_same_hierarchy_on_every_cluster_shape(request, fixture, partitions, loc
     np.array([3, 3, 3, 3], dtype=np.uint8),
     np.array([7.0]),
     np.zeros(0),
-], ids=["floats", "ties", "int64", "float32-ties", "nan-inf-zeros", "all-equal", "one", "empty"])
+    np.array([2**64 - 1, 0, 2**63, 2**63 - 1, 0, 2**64 - 1], dtype=np.uint64),
+    np.array([-128, 127, -1, 0, -128, 5], dtype=np.int8),
+    np.array([-np.inf, -1e-300, -5e-324, 5e-324, -1.5, -1e300, np.nan, -np.nan]),
+], ids=["floats", "ties", "int64", "float32-ties", "nan-inf-zeros", "all-equal", "one", "empty",
+        "uint64-extremes", "int8", "negative-floats-and-nans"])
 def test_engine_order_is_the_stable_weight_order(weights):
     """The fast (weight, edge id) order equals NumPy's stable argsort, ties and nan included."""
     from mst_dist.clustering.linkage import engine_order
