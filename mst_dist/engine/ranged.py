@@ -98,9 +98,15 @@ def _map(chunk, bounds):
     return vr.split_candidates(vr.cheapest_by_end(u, v, key, eid), bounds)
 
 
-def candidates_for(mapped, r):
-    """Range ``r``'s part of a chunk's candidates (``mapped = (block, parts)``)."""
-    return mapped[1][r]
+def merge_range_of(r, *mapped):
+    """Range ``r``'s candidates of some chunks (``mapped = (block, parts)``, one worker's chunks),
+    combined: the first level of the range's merge."""
+    return merge(*[m[1][r] for m in mapped])
+
+
+def pick(parts, at):
+    """``parts[i]`` for each ``i`` of ``at``: one worker's share of a list cut by chunk."""
+    return [parts[i] for i in at]
 
 
 def merge(*tables):
@@ -242,13 +248,16 @@ def serve_map(m: RangeMap, *parts):
     return [m.labels[p - m.lo] for p in parts]
 
 
-def filter_block(mapped, split_out, *answers, n_next, next_bounds, chosen_parts=()):
+def filter_block(mapped, split_out, *answers, n_next, next_bounds, chosen_parts=(), chosen_at=None):
     """Relabel a chunk by the round map, drop self-loops, keep its forest edges, map the next round.
 
     ``chosen_parts`` are the round's forest edge ids that fall in this
-    chunk's edge id range.  Returns ``(Block, candidate parts for
-    next_bounds)``, as :func:`prepare` does.
+    chunk's edge id range (with ``chosen_at``: lists made by :func:`pick`,
+    this chunk's ids at that place of each).  Returns ``(Block, candidate
+    parts for next_bounds)``, as :func:`prepare` does.
     """
+    if chosen_at is not None:
+        chosen_parts = [p[chosen_at] for p in chosen_parts]
     block = mapped[0]
     ids = split_out.ids
     new = vr.answers_of(split_out, answers)

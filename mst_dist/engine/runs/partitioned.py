@@ -26,15 +26,16 @@ import operator
 import time
 
 import numpy as np
+from distributed import Future
 
 from mst_dist.engine import ranged, tasks
-from mst_dist.engine.exchange import exchange
+from mst_dist.engine.exchange import by_worker, exchange
 from mst_dist.engine.placement import pin
 from mst_dist.engine.records import ChunkStats, RoundRecord
 from mst_dist.engine.runs.base import ForestOut
 from mst_dist.engine.runs.kept import KeptForest, keep_frames
 from mst_dist.engine.runs.resident import ResidentRun, rows_from_arrays
-from mst_dist.engine.runs.solver import Solver
+from mst_dist.engine.runs.solver import Solver, wait_on
 from mst_dist.engine.runs.state import SolveState
 from mst_dist.graph import VERTEX_BYTES
 from mst_dist.io import urls, writers
@@ -66,8 +67,27 @@ class PartitionedRun(ResidentRun):
         return lambda stage, index=None: self.builder.key(f"{phase}-{stage}", rnd, index, sub)
 
     def _exchange(self, phase, rnd, requests, owners, *, split, serve, assemble, pins=None, **kw):
+        """One exchange; requesters and owners not given pins are ranges, pinned as :meth:`_range_pins`."""
+        pins = pins if pins is not None else self._range_pins(len(requests))
+        kw.setdefault("owner_pins", self._range_pins(len(owners)))
         return exchange(self.client, self._key(phase, rnd), requests, owners, serve=serve, assemble=assemble,
                         split=split, pins=pins, **kw)
+
+    def _range_pins(self, count):
+        """Range ``r`` of ``count`` on worker ``r mod P`` (its tasks there while it lives): the exchanges
+        bundle what goes between two workers into one task each way."""
+        workers = self.workers
+        return [pin(workers[r % len(workers)]) if workers else {} for r in range(count)]
+
+    def _chunk_pins(self, raws):
+        """Each chunk's worker: the placement's, else the one holding its edges now."""
+        if all(p is not None for p in self.places):
+            return [pin(p) for p in self.places]
+        futures = [f for f in raws if isinstance(f, Future)]
+        wait_on(self.client, futures)
+        held = self.client.who_has(futures) if futures else {}
+        return [pin(p if p is not None else (sorted(held.get(getattr(f, "key", None), ())) or [None])[0])
+                for p, f in zip(self.places, raws)]
 
     # -- the rounds ------------------------------------------------------------------------
 
@@ -76,7 +96,8 @@ class PartitionedRun(ResidentRun):
         n = g.n_vertices
         bounds = even_bounds(n, self.n_ranges)
         self.vertex_bounds = bounds
-        pins = [pin(p) for p in self.places]
+        self.workers = sorted(self.cluster.kinds)
+        pins = self._chunk_pins(st.raws)
         self.pins = pins
         mapped = [c.submit(ranged.prepare, raw, off, n, bounds, key=self.builder.key("prepare", 0, i), **pins[i])
                   for i, (raw, off) in enumerate(zip(st.raws, st.offsets))]
@@ -105,8 +126,11 @@ class PartitionedRun(ResidentRun):
         R = bounds.shape[0] - 1
         # merge: per range, a tree of the chunks' candidates
         cands = []
+        chunk_groups = by_worker(self.pins)  # the chunks of one worker merge there first
         for r in range(R):
-            level = [c.submit(ranged.candidates_for, m, r, key=key("cand", rnd, f"{i}.{r}")) for i, m in enumerate(mapped)]
+            level = [c.submit(ranged.merge_range_of, r, *[mapped[i] for i in js], key=key("cand", rnd, f"{g}.{r}"),
+                              **self.pins[js[0]])
+                     for g, js in enumerate(chunk_groups)]
             if not level:  # a graph with no edge chunk
                 level = [c.submit(ranged.merge, key=key("merge", rnd, f"{r}.empty"))]
             depth = 0
@@ -147,13 +171,18 @@ class PartitionedRun(ResidentRun):
         t_contract = time.perf_counter()
         # filter-edges: each chunk asks for its ids' new ids, takes the forest edges of its own edge ids,
         # and maps the next round
-        routes = [c.submit(ranged.route_chosen, ch, self.chunk_bounds, key=key("route", rnd, r))
+        rpins = self._range_pins(len(chosen))
+        routes = [c.submit(ranged.route_chosen, ch, self.chunk_bounds, key=key("route", rnd, r), **rpins[r])
                   for r, ch in enumerate(chosen)]
         nxt = even_bounds(n_next, self.n_ranges) if n_next > self.vertex_base else None
-        kwargs = [{"n_next": n_next, "next_bounds": nxt,
-                   "chosen_parts": [c.submit(operator.getitem, rt, j, key=key("routed", rnd, f"{r}.{j}"))
-                                    for r, rt in enumerate(routes)]}
-                  for j in range(len(mapped))]
+        # one task per range and chunk worker takes that worker's chunks' forest ids of the range
+        routed = [[c.submit(ranged.pick, rt, js, key=key("routed", rnd, f"{r}.{g}"), **rpins[r])
+                   for g, js in enumerate(chunk_groups)] for r, rt in enumerate(routes)]
+        kwargs = [None] * len(mapped)
+        for g, js in enumerate(chunk_groups):
+            for i, j in enumerate(js):
+                kwargs[j] = {"n_next": n_next, "next_bounds": nxt, "chosen_at": i,
+                             "chosen_parts": [routed[r][g] for r in range(len(routes))]}
         mapped = self._exchange("filter", rnd, mapped, rmaps, split=functools.partial(ranged.split_ends, bounds=bounds),
                                 serve=ranged.serve_map, assemble=ranged.filter_block, pins=self.pins,
                                 assemble_kwargs=kwargs)
