@@ -171,6 +171,22 @@ EDGE_AHEAD, ENDS_AHEAD, PARENTS_AHEAD = 48, 24, 8
 
 
 @njit(nogil=True, cache=True)
+def _prefetch_ahead(k, order, src, dst, height, table):
+    """At step ``k`` of a walk over ``order``: prefetch the edge ``EDGE_AHEAD`` on, and the union-find
+    ``table`` entries of the ends of the edge ``ENDS_AHEAD`` on (in cache by then)."""
+    m = order.shape[0]
+    if k + EDGE_AHEAD < m:
+        e = order[k + EDGE_AHEAD]
+        prefetch(src, e)
+        prefetch(dst, e)
+        prefetch(height, e)
+    if k + ENDS_AHEAD < m:
+        e = order[k + ENDS_AHEAD]
+        prefetch(table, src[e])
+        prefetch(table, dst[e])
+
+
+@njit(nogil=True, cache=True)
 def _uf_find(uf, x):
     """Root of ``x`` in the ``[parent, ...]`` rows of ``uf``, halving the path on the way."""
     while uf[x, 0] != x:
@@ -187,15 +203,7 @@ def _linkage_walk(n, src, dst, height, order, reps, join_height, uf):
     m = order.shape[0]
     for k in range(m + max(reps.shape[0] - 1, 0)):
         if k < m:
-            if k + EDGE_AHEAD < m:
-                e = order[k + EDGE_AHEAD]
-                prefetch(src, e)
-                prefetch(dst, e)
-                prefetch(height, e)
-            if k + ENDS_AHEAD < m:
-                e = order[k + ENDS_AHEAD]
-                prefetch(uf, src[e])
-                prefetch(uf, dst[e])
+            _prefetch_ahead(k, order, src, dst, height, uf)
             if k + PARENTS_AHEAD < m:
                 e = order[k + PARENTS_AHEAD]
                 prefetch(uf, uf[src[e], 0])
@@ -280,15 +288,7 @@ def _flat_walk(n, src, dst, height, order, max_clusters, threshold, parent):
     if max_clusters >= 0 and count <= max_clusters:
         return _number(parent, n)
     for k in range(m):
-        if k + EDGE_AHEAD < m:
-            e = order[k + EDGE_AHEAD]
-            prefetch(src, e)
-            prefetch(dst, e)
-            prefetch(height, e)
-        if k + ENDS_AHEAD < m:
-            e = order[k + ENDS_AHEAD]
-            prefetch(parent, src[e])
-            prefetch(parent, dst[e])
+        _prefetch_ahead(k, order, src, dst, height, parent)
         e = order[k]
         h = height[e]
         if max_clusters < 0 and not h <= threshold:
@@ -297,20 +297,6 @@ def _flat_walk(n, src, dst, height, order, max_clusters, threshold, parent):
         rb = _find(parent, dst[e])
         if ra != rb:
             _link(parent, ra, rb)
-            count -= 1
-        if max_clusters >= 0 and count <= max_clusters:
-            if k + 1 == m or height[order[k + 1]] != h:
-                break
-    return _number(parent, n)
-    for k in range(m):
-        e = order[k]
-        h = height[e]
-        if max_clusters < 0 and not h <= threshold:
-            break
-        ra = _find(parent, src[e])
-        rb = _find(parent, dst[e])
-        if ra != rb:
-            parent[rb] = ra
             count -= 1
         if max_clusters >= 0 and count <= max_clusters:
             if k + 1 == m or height[order[k + 1]] != h:
