@@ -1,0 +1,48 @@
+"""The batched request/reply of partitioned runs: answers in each requester's order, bundles per worker."""
+import itertools
+
+import numpy as np
+
+from mst_dist.engine.exchange import by_worker, exchange
+from mst_dist.engine.placement import pin
+from mst_dist.kernels.vertex_ranges import cut_sorted, even_bounds
+
+
+def test_by_worker_groups_pinned_requesters_and_leaves_the_rest_alone():
+    pins = [pin("a"), {}, pin("b"), pin("a"), {}, pin("b"), pin("a")]
+    assert by_worker(pins) == [[0, 3, 6], [1], [2, 5], [4]]
+    assert by_worker([]) == []
+
+
+def _split(ids, bounds):
+    return cut_sorted(np.unique(ids), bounds)
+
+
+def _serve(table, *parts):
+    lo, values = table
+    return [values[p - lo] for p in parts]
+
+
+def _assemble(ids, split_out, *answers, offset=0):
+    got = np.concatenate([np.asarray(a, np.int64) for a in answers]) if answers else np.zeros(0, np.int64)
+    return got[np.searchsorted(split_out.ids, ids)] + offset
+
+
+def test_exchange_answers_every_requester_in_its_own_order(client2):
+    """Requesters pinned to both workers and unpinned, owners of uneven ranges: each gets exactly its lookups."""
+    rng = np.random.default_rng(5)
+    n = 1000
+    values = rng.permutation(n).astype(np.int64) * 7
+    bounds = even_bounds(n, 3)
+    owners = [(int(lo), values[lo:hi]) for lo, hi in zip(bounds[:-1], bounds[1:])]
+    requests = [rng.integers(0, n, size) for size in (50, 0, 300, 1, 120, 999)]
+    workers = sorted(client2.scheduler_info()["workers"])
+    pins = [pin(w) if w else {} for w in itertools.islice(itertools.cycle([*workers, None]), len(requests))]
+    keys = itertools.count()
+    out = exchange(client2, lambda stage, index=None: f"test-exchange-{stage}-{index}-{next(keys)}",
+                   [client2.scatter(r) for r in requests], [client2.scatter(o, hash=False) for o in owners],
+                   serve=_serve, assemble=_assemble, split=lambda ids: _split(ids, bounds), pins=pins,
+                   assemble_kwargs=[{"offset": j} for j in range(len(requests))])
+    got = client2.gather(out)
+    for j, (req, ans) in enumerate(zip(requests, got)):
+        np.testing.assert_array_equal(ans, values[req] + j)
