@@ -23,6 +23,8 @@ number of tasks.  The functions that run on the workers are in
 """
 from __future__ import annotations
 
+import operator
+
 
 def exchange(client, key, requests, owners, *, serve, assemble, split, pins=None, owner_pins=None,
              assemble_kwargs=None):
@@ -42,34 +44,22 @@ def exchange(client, key, requests, owners, *, serve, assemble, split, pins=None
     pins = pins or [{}] * J
     owner_pins = owner_pins or [{}] * R
     kwargs = assemble_kwargs or [{}] * J
-    groups = by_worker(pins)  # requesters: lists of j
-    # owners one by one: a bundle then holds what one owner is asked and answers (no more than its
-    # serve task's output), however few the workers
-    owner_groups = [[r] for r in range(R)]
+    groups = by_worker(pins)  # lists of requesters j, one per worker
+    sizes, order = [len(js) for js in groups], [j for js in groups for j in js]
     splits = [client.submit(split, req, key=key("split", j), **pins[j]) for j, req in enumerate(requests)]
-    asks = [[client.submit(_ask, rs, *[splits[j] for j in js], key=key("ask", f"{g}.{h}"), **pins[js[0]])
-             for h, rs in enumerate(owner_groups)]
+    asks = [[client.submit(_ask, r, *[splits[j] for j in js], key=key("ask", f"{g}.{r}"), **pins[js[0]])
+             for r in range(R)]
             for g, js in enumerate(groups)]
-    where = {}  # r -> (its group, its place in the group)
-    for h, rs in enumerate(owner_groups):
-        for i, r in enumerate(rs):
-            where[r] = (h, i)
-    served = []
-    for r in range(R):
-        h, i = where[r]
-        served.append(client.submit(_serve, serve, owners[r], i, [len(js) for js in groups],
-                                    [j for js in groups for j in js], *[asks[g][h] for g in range(len(groups))],
-                                    key=key("serve", r), **owner_pins[r]))
-    replies = [[client.submit(_reply, g, *[served[r] for r in rs],
-                              key=key("reply", f"{h}.{g}"), **owner_pins[rs[0]])
+    served = [client.submit(_serve, serve, owners[r], sizes, order, *[asks[g][r] for g in range(len(groups))],
+                            key=key("serve", r), **owner_pins[r])
+              for r in range(R)]
+    replies = [[client.submit(operator.getitem, served[r], g, key=key("reply", f"{r}.{g}"), **owner_pins[r])
                 for g in range(len(groups))]
-               for h, rs in enumerate(owner_groups)]
+               for r in range(R)]
     out = [None] * J
     for g, js in enumerate(groups):
         for i, j in enumerate(js):
-            out[j] = client.submit(_assemble, assemble, requests[j], splits[j], i, [len(rs) for rs in owner_groups],
-                                   [r for rs in owner_groups for r in rs],
-                                   *[replies[h][g] for h in range(len(owner_groups))],
+            out[j] = client.submit(_assemble, assemble, requests[j], splits[j], i, *[replies[r][g] for r in range(R)],
                                    key=key("assemble", j), **pins[j], **kwargs[j])
     return out
 
@@ -89,43 +79,28 @@ def by_worker(pins):
     return groups
 
 
-def _ask(owners, *splits):
-    """For each owner of ``owners`` (one worker's), the parts of each split (one worker's requesters)."""
-    return [[s.part(r) for s in splits] for r in owners]
+def _ask(r, *splits):
+    """The parts of ``splits`` (one worker's requesters) for owner ``r``."""
+    return [s.part(r) for s in splits]
 
 
-def _serve(serve, owner, i, sizes, order, *asks):
-    """Owner answers its parts, in requester order; returns them cut by requester group.
+def _serve(serve, owner, sizes, order, *asks):
+    """An owner answers its parts in requester order; the answers cut by requester group.
 
-    ``asks[g][i]``: the parts of group ``g``'s requesters for this owner (the
-    ``i``-th of its worker's owners); ``order``: the requesters of the groups,
-    in turn.
+    ``asks[g]``: the parts of group ``g``'s requesters (``sizes[g]`` of them);
+    ``order``: the requesters of the groups, in turn.
     """
     parts = [None] * len(order)
-    k = 0
-    for bundle in asks:
-        for p in bundle[i]:
-            parts[order[k]] = p
-            k += 1
+    for j, p in zip(order, (p for bundle in asks for p in bundle)):
+        parts[j] = p
     answers = serve(owner, *parts)
     out, k = [], 0
     for size in sizes:
-        out.append([answers[order[k + t]] for t in range(size)])
+        out.append([answers[j] for j in order[k:k + size]])
         k += size
     return out
 
 
-def _reply(g, *served):
-    """Group ``g``'s answers from each owner of one worker: ``[owner][requester of g]``."""
-    return [s[g] for s in served]
-
-
-def _assemble(assemble, request, split_out, i, owner_sizes, owner_order, *replies, **kwargs):
-    """The requester ``i``-th in its group: its answers in owner order, then ``assemble``."""
-    answers = [None] * len(owner_order)
-    k = 0
-    for reply, size in zip(replies, owner_sizes):
-        for t in range(size):
-            answers[owner_order[k]] = reply[t][i]
-            k += 1
-    return assemble(request, split_out, *answers, **kwargs)
+def _assemble(assemble, request, split_out, i, *replies, **kwargs):
+    """The requester ``i``-th in its group: its answer from each owner's reply, then ``assemble``."""
+    return assemble(request, split_out, *[reply[i] for reply in replies], **kwargs)

@@ -248,16 +248,15 @@ def serve_map(m: RangeMap, *parts):
     return [m.labels[p - m.lo] for p in parts]
 
 
-def filter_block(mapped, split_out, *answers, n_next, next_bounds, chosen_parts=(), chosen_at=None):
+def filter_block(mapped, split_out, *answers, n_next, next_bounds, chosen_bundles, chosen_at):
     """Relabel a chunk by the round map, drop self-loops, keep its forest edges, map the next round.
 
-    ``chosen_parts`` are the round's forest edge ids that fall in this
-    chunk's edge id range (with ``chosen_at``: lists made by :func:`pick`,
-    this chunk's ids at that place of each).  Returns ``(Block, candidate
-    parts for next_bounds)``, as :func:`prepare` does.
+    ``chosen_bundles``: per range, the lists :func:`pick` made of the
+    round's forest edge ids for this chunk's worker; this chunk's (those in
+    its edge id range) are at ``chosen_at`` of each.  Returns ``(Block,
+    candidate parts for next_bounds)``, as :func:`prepare` does.
     """
-    if chosen_at is not None:
-        chosen_parts = [p[chosen_at] for p in chosen_parts]
+    chosen_parts = [b[chosen_at] for b in chosen_bundles]
     block = mapped[0]
     ids = split_out.ids
     new = vr.answers_of(split_out, answers)

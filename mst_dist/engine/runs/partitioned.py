@@ -86,7 +86,7 @@ class PartitionedRun(ResidentRun):
         futures = [f for f in raws if isinstance(f, Future)]
         wait_on(self.client, futures)
         held = self.client.who_has(futures) if futures else {}
-        return [pin(p if p is not None else (sorted(held.get(getattr(f, "key", None), ())) or [None])[0])
+        return [pin(p if p is not None else min(held.get(getattr(f, "key", None), ()), default=None))
                 for p, f in zip(self.places, raws)]
 
     # -- the rounds ------------------------------------------------------------------------
@@ -182,7 +182,7 @@ class PartitionedRun(ResidentRun):
         for g, js in enumerate(chunk_groups):
             for i, j in enumerate(js):
                 kwargs[j] = {"n_next": n_next, "next_bounds": nxt, "chosen_at": i,
-                             "chosen_parts": [routed[r][g] for r in range(len(routes))]}
+                             "chosen_bundles": [routed[r][g] for r in range(len(routes))]}
         mapped = self._exchange("filter", rnd, mapped, rmaps, split=functools.partial(ranged.split_ends, bounds=bounds),
                                 serve=ranged.serve_map, assemble=ranged.filter_block, pins=self.pins,
                                 assemble_kwargs=kwargs)
