@@ -47,6 +47,41 @@ def prefetch(typingctx, array, index):
 RADIX_BITS = 8
 
 
+def sort_keys(values):
+    """uint64 keys whose unsigned order is the order of ``values`` (any real dtype), equal values equal keys.
+
+    Floats: IEEE bits with the sign flipped (negatives all bits flipped);
+    ``-0.0`` is keyed as ``0.0`` and every nan as one nan, after ``inf``, as
+    NumPy sorts them.  Signed integers: the sign bit flipped.
+    """
+    values = np.asarray(values)
+    kind = values.dtype.kind
+    if kind == "f":
+        v = values.astype(np.float64, copy=False)
+        return _float_keys(v, v.view(np.uint64))
+    if kind in "iu" or kind == "b":
+        if kind == "i":
+            return values.astype(np.int64).view(np.uint64) ^ np.uint64(1 << 63)
+        return values.astype(np.uint64)
+    raise TypeError(f"no order for weights of dtype {values.dtype}")
+
+
+@njit(nogil=True, cache=True)
+def _float_keys(values, bits):
+    top = np.uint64(1) << np.uint64(63)
+    keys = np.empty(values.shape[0], dtype=np.uint64)
+    for i in range(values.shape[0]):
+        x = values[i]
+        if x != x:
+            b = np.uint64(0x7FF8000000000000)
+        elif x == 0:
+            b = np.uint64(0)
+        else:
+            b = bits[i]
+        keys[i] = ~b if b & top else b | top
+    return keys
+
+
 @njit(nogil=True, cache=True)
 def radix_order(keys, bits):
     """Positions of ``keys`` in ``(key, position)`` order: a least-significant-digit radix sort.

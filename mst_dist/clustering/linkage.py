@@ -33,19 +33,14 @@ def forest_arrays(result, what="the linkage", ordered=True):
 def engine_order(weight):
     """Positions of ``weight`` in ``(weight, position)`` order, as a stable argsort gives them.
 
-    A radix sort of the weights' order-preserving uint64 keys (the engine's
-    own, :func:`mst_dist.kernels.cpu.chunk.weight_keys`; about twice
+    A radix sort of the weights' order-preserving uint64 keys (about twice
     as fast as NumPy's quicksort of float64, and stable, where NumPy's stable
     sort is a merge sort slower still); ``-0.0`` ties ``0.0``, nan sorts
     last, as in NumPy.
     """
-    from mst_dist.clustering._kernels import RADIX_BITS, radix_order
-    from mst_dist.kernels.cpu.chunk import weight_keys
+    from mst_dist.clustering._kernels import RADIX_BITS, radix_order, sort_keys
 
-    weight = np.asarray(weight)
-    if weight.dtype.kind == "f" and np.isnan(weight).any():  # every nan one nan, last, as NumPy sorts them
-        weight = np.where(np.isnan(weight), np.nan, weight)
-    return radix_order(weight_keys(weight), RADIX_BITS)
+    return radix_order(sort_keys(weight), RADIX_BITS)
 
 
 def component_reps(n, labels, src, dst):
