@@ -2,8 +2,10 @@
 
 During a run, a distributed round's bytes moved are an estimate (candidates
 plus one round map per extra worker); when the run ends, :func:`exact_bytes`
-replaces them by what the workers' transfer logs say they received for each
-round's tasks, and :func:`settle_overlaps` gives each distributed round the
+replaces them by what the workers received from other workers for each
+round's tasks (counted by :class:`TransferTally`, a worker plugin on Dask's
+own transition hook: a key that goes from ``flight`` to ``memory`` came over
+the network), and :func:`settle_overlaps` gives each distributed round the
 wall time its own tasks ran in (a round submitted ahead starts before the
 driver hears that the round before it ended).
 """
@@ -11,7 +13,8 @@ from __future__ import annotations
 
 import logging
 
-from mst_dist.engine import tasks
+from distributed.diagnostics.plugin import WorkerPlugin
+
 from mst_dist.engine.keys import parse_key
 from mst_dist.result import RoundStats
 
@@ -88,24 +91,67 @@ def settle_overlaps(rounds):
             rounds[i - 1].wall_seconds -= deficit
 
 
-def exact_bytes(client, rounds, token, since, n_workers):
-    """Replace the rounds' estimated bytes moved by the workers' transfer logs (in place)."""
+#: Name the transfer tally is registered under.
+TALLY_NAME = "mst-transfers"
+
+
+class TransferTally(WorkerPlugin):
+    """Bytes a worker received from other workers, per run and round, for the engine's tasks.
+
+    Every key fetched from another worker goes ``flight -> memory`` in the
+    worker's state machine; the tally adds its size under the (token, round)
+    its key names.  Unlike the worker's transfer log (a deque of the last
+    ``distributed.admin.low-level-log-length`` transfers) it loses nothing on a
+    run of thousands of transfers.  :func:`take_tally` hands a run's counts
+    over and forgets them.
+    """
+
+    name = TALLY_NAME
+    idempotent = True  # registered by every run; the first one installed keeps counting
+
+    def setup(self, worker):
+        self.worker = worker
+        self.received = {}
+
+    def transition(self, key, start, finish, **kwargs):
+        if start != "flight" or finish != "memory" or not isinstance(key, str) or not key.startswith("mst-"):
+            return
+        k = parse_key(key)
+        ts = self.worker.state.tasks.get(key)
+        if k is None or ts is None:
+            return
+        at = (k.token, k.round)
+        self.received[at] = self.received.get(at, 0) + ts.get_nbytes()
+
+
+def take_tally(dask_worker, token):
+    """This worker's received bytes per round of run ``token`` (``None`` without the tally), forgotten here."""
+    tally = dask_worker.plugins.get(TALLY_NAME)
+    if tally is None or not hasattr(tally, "received"):
+        return None
+    out = {}
+    for at in [a for a in tally.received if a[0] == token]:
+        out[at[1]] = tally.received.pop(at)
+    return out
+
+
+def exact_bytes(client, rounds, token, n_workers):
+    """Replace the rounds' estimated bytes moved by what the workers received for each round (in place)."""
     if n_workers < 2:
         for r in rounds:
             r.bytes_moved = 0  # one worker: nothing crosses a worker boundary
         return
     try:
-        logs = client.run(tasks.transfer_log, since=since)
-    except Exception:  # pragma: no cover - an old distributed without the log
-        logger.debug("no transfer logs: bytes moved stay estimates", exc_info=True)
+        tallies = client.run(take_tally, token=token)
+    except Exception:  # pragma: no cover - a worker gone as the run ended
+        logger.debug("no transfer tallies: bytes moved stay estimates", exc_info=True)
         return
+    if any(t is None for t in tallies.values()):
+        return  # a worker without the tally (registration refused): the estimates stay
     per_round = {}
-    for entries in logs.values():
-        for k, nb in entries:
-            key = parse_key(k)
-            if key is None or key.token != token:
-                continue
-            per_round[key.round] = per_round.get(key.round, 0) + nb
+    for counts in tallies.values():
+        for rnd, nb in counts.items():
+            per_round[rnd] = per_round.get(rnd, 0) + nb
     for r in rounds:
         if r.mode in ("distributed", "partitioned") or r.tasks:
             r.bytes_moved = per_round.get(r.round, 0)

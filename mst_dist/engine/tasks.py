@@ -338,15 +338,3 @@ def calibrate(backend, m, want_gpu, seed=0):
         kern.synchronize()
         best = min(best, time.perf_counter() - t0)
     return m / max(best, 1e-9)
-
-
-def transfer_log(dask_worker, since):
-    out = []
-    for ev in list(getattr(dask_worker, "transfer_incoming_log", [])):
-        if ev.get("start", 0) < since:
-            continue
-        for k, nb in ev.get("keys", {}).items():
-            k = k if isinstance(k, str) else str(k)
-            if k.startswith("mst-"):
-                out.append((k, int(nb)))
-    return out

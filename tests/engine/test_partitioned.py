@@ -200,3 +200,36 @@ def test_no_task_output_holds_n_bytes(client2):
     assert seen > 500  # the plugin saw the run's tasks
     assert nbytes < n, f"{key} holds {nbytes} bytes"
     assert res.n_components > 1 and res.forest_edges == g.n_vertices - res.n_components
+
+
+@pytest.mark.processes
+def test_bytes_moved_count_every_transfer():
+    """Bytes moved per round come from every transfer, however many: the workers' transfer log keeps
+    only its last ``low-level-log-length`` transfers, the tally loses none (equal to the full log's sum)."""
+    from distributed import Client, LocalCluster
+
+    from mst_dist.engine.keys import parse_key
+
+    def logged(dask_worker):
+        return [list(ev["keys"].items()) for ev in dask_worker.transfer_incoming_log]
+
+    g = mst_dist.generate("erdos_renyi", seed=5, n=3000, m=12000)
+    s, d, w = g.to_arrays()
+    exp, _ = kruskal(g.n_vertices, s, d, w)
+    moved = {}
+    for length in (10**6, 4):
+        with dask.config.set({"distributed.admin.low-level-log-length": length}), \
+                LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                             memory_limit="2GiB") as cluster, Client(cluster, set_as_default=False) as c:
+            res = partitioned(g, c, ranges=4, partitions=4, local_finish=0)
+            np.testing.assert_array_equal(res.edge_ids, exp)
+            rounds = {r.round: r for r in res.stats.rounds if r.mode == "partitioned"}
+            assert len(rounds) >= 3 and all(r.bytes_moved > 0 for r in rounds.values())
+            events = [ev for log in c.run(logged).values() for ev in log]
+            keys = [(parse_key(k), nb) for ev in events for k, nb in ev]
+            by_log = sum(nb for k, nb in keys if k is not None and k.round in rounds)
+            moved[length] = (sum(r.bytes_moved for r in rounds.values()), by_log, len(events))
+    tally, by_log, events = moved[10**6]
+    assert events > 8 and tally == by_log  # every transfer logged: the tally is the log's sum
+    tally, by_log, events = moved[4]
+    assert events <= 8 and by_log < tally  # the log kept 4 transfers per worker; the tally counted all

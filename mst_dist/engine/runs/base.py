@@ -139,7 +139,7 @@ class Run:
         stats.finish_seconds = time.perf_counter() - self._t_finish
         stats.total_seconds = time.perf_counter() - self.t_start
         self._clean_up()
-        accounting.exact_bytes(self.client, stats.rounds, self.token, self.wall_start, self.cluster.n_workers)
+        accounting.exact_bytes(self.client, stats.rounds, self.token, self.cluster.n_workers)
         accounting.settle_overlaps(stats.rounds)
         self.events.publish("run-end", total_seconds=stats.total_seconds, n_rounds=stats.n_rounds,
                             forest_edges=n_forest, n_components=int(n_components),

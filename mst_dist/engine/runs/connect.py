@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 from mst_dist.engine.cluster_info import scheduler_workers
 from mst_dist.engine.placement import measure_throughput, worker_kinds
-from mst_dist.engine.scratch import PLUGIN_NAME, ScratchPlugin
+from mst_dist.engine.accounting import TransferTally
+from mst_dist.engine.scratch import ScratchPlugin
 from mst_dist.graph import InvalidGraphError, human_bytes, vertex_memory
 
 logger = logging.getLogger("mst_dist")
@@ -67,15 +68,17 @@ def connect(client, graph, spec, token) -> ClusterLayout:
     """The :class:`ClusterLayout` of ``client``'s cluster for a run of ``graph`` under ``spec``.
 
     Registers the scratch plugin (the CPU kernels' scratch within each
-    worker's memory limit, workers that join later too), probes which
+    worker's memory limit, workers that join later too) and the transfer
+    tally (bytes moved per round), probes which
     workers run the GPU kernels, and on a mixed cluster measures (or takes)
     their throughput.
     """
     workers = _workers(client)
-    try:
-        client.register_plugin(ScratchPlugin(), name=PLUGIN_NAME)
-    except Exception:  # an old scheduler: the arenas keep their default size
-        logger.debug("could not register the scratch plugin", exc_info=True)
+    for plugin in (ScratchPlugin(), TransferTally()):
+        try:
+            client.register_plugin(plugin, name=plugin.name)
+        except Exception:  # an old scheduler: default arenas, bytes moved stay estimates
+            logger.debug("could not register the %s plugin", plugin.name, exc_info=True)
     limits = [(w.get("memory_limit") or 0) for w in workers.values()]
     min_memory = min(limits) or 2**34
     kinds, device_memory = worker_kinds(client, workers, spec.backend)
