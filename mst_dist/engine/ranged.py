@@ -86,22 +86,19 @@ def _compact(ids, n):
 
 
 def prepare(raw, offset, n_vertices, bounds):
-    """A raw chunk as a :class:`Block` (plain form, host) and its candidates for the ranges of ``bounds``."""
+    """A raw chunk as a :class:`Block` (plain form, host, edges in the ``(key, eid)`` order) and its
+    candidates for the ranges of ``bounds``."""
     ch = host_kernels().prepare(tuple(to_host(a) for a in raw[:3]), offset, n_vertices)
-    u, v, key, eid = ch.edges()
+    u, v, key, eid = vr.sort_edges(*ch.edges())
     chunk = Chunk(_compact(u, n_vertices), _compact(v, n_vertices), key, eid, packing=ch.packing)
-    return Block(chunk, []), _map(chunk, bounds)
+    ids, lu, lv = vr.local_ids(u, v)
+    return Block(chunk, []), vr.split_candidates(vr.cheapest_sorted(ids, lu, lv, u, v, key, eid), bounds)
 
 
-def _map(chunk, bounds):
-    u, v, key, eid = chunk.edges()
-    return vr.split_candidates(vr.cheapest_by_end(u, v, key, eid), bounds)
-
-
-def merge_range_of(r, *mapped):
-    """Range ``r``'s candidates of some chunks (``mapped = (block, parts)``, one worker's chunks),
-    combined: the first level of the range's merge."""
-    return merge(*[m[1][r] for m in mapped])
+def merge_range_of(r, lo, hi, *mapped):
+    """Range ``r`` (``[lo, hi)``)'s candidates of some chunks (``mapped = (block, parts)``, one worker's
+    chunks), combined: the first level of the range's merge."""
+    return merge(lo, hi, *[m[1][r] for m in mapped])
 
 
 def pick(parts, at):
@@ -109,9 +106,9 @@ def pick(parts, at):
     return [parts[i] for i in at]
 
 
-def merge(*tables):
-    """Candidate tables of one range combined: the cheapest edge of each component (role: merge)."""
-    return vr.merge_cheapest(*tables)
+def merge(lo, hi, *tables):
+    """Candidate tables of the range ``[lo, hi)`` combined: the cheapest edge of each component (role: merge)."""
+    return vr.merge_cheapest(lo, hi, *tables)
 
 
 def range_candidates(table, lo, hi):
@@ -249,26 +246,37 @@ def serve_map(m: RangeMap, *parts):
 
 
 def filter_block(mapped, split_out, *answers, n_next, next_bounds, chosen_bundles, chosen_at):
-    """Relabel a chunk by the round map, drop self-loops, keep its forest edges, map the next round.
+    """Relabel a chunk by the round map, drop self-loops and all but the lightest of parallel edges, keep
+    its forest edges, map the next round.
 
     ``chosen_bundles``: per range, the lists :func:`pick` made of the
     round's forest edge ids for this chunk's worker; this chunk's (those in
-    its edge id range) are at ``chosen_at`` of each.  Returns ``(Block,
-    candidate parts for next_bounds)``, as :func:`prepare` does.
+    its edge id range) are at ``chosen_at`` of each.  The edges stay in the
+    ``(key, eid)`` order.  Returns ``(Block, candidate parts for
+    next_bounds)``, as :func:`prepare` does.
     """
     chosen_parts = [b[chosen_at] for b in chosen_bundles]
     block = mapped[0]
     ids = split_out.ids
     new = vr.answers_of(split_out, answers)
     u, v, key, eid = block.chunk.edges()
-    nu = new[np.searchsorted(ids, np.asarray(u, np.int64))]
-    nv = new[np.searchsorted(ids, np.asarray(v, np.int64))]
-    keep = nu != nv  # a finished component has no edge: every id here is live
-    chunk = Chunk(_compact(nu[keep], n_next), _compact(nv[keep], n_next), key[keep], eid[keep],
-                  packing=block.chunk.packing)
+    pu = np.searchsorted(ids, np.asarray(u, np.int64))
+    pv = np.searchsorted(ids, np.asarray(v, np.int64))
+    # the next round's ids touched here, sorted, and each old id's index among them
+    nids, at = np.unique(new, return_inverse=True)
+    lu, lv = at[pu], at[pv]
+    keep = np.flatnonzero(lu != lv)  # a finished component has no edge: every id here is live
+    lu, lv = lu[keep], lv[keep]
+    if keep.shape[0] > 2 * nids.shape[0]:  # many edges per component: parallel ones are likely
+        lightest = vr.lightest_parallel(lu, lv, nids.shape[0])
+        keep, lu, lv = keep[lightest], lu[lightest], lv[lightest]
+    nu, nv, key, eid = nids[lu], nids[lv], key[keep], eid[keep]
+    chunk = Chunk(_compact(nu, n_next), _compact(nv, n_next), key, eid, packing=block.chunk.packing)
     forest = list(block.forest) + [p for p in chosen_parts if p.shape[0]]
-    out = Block(chunk, forest)
-    return out, (_map(chunk, next_bounds) if next_bounds is not None else None)
+    parts = None
+    if next_bounds is not None:
+        parts = vr.split_candidates(vr.cheapest_sorted(nids, lu, lv, nu, nv, key, eid), next_bounds)
+    return Block(chunk, forest), parts
 
 
 def route_chosen(chosen, chunk_bounds):

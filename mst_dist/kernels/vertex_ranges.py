@@ -17,8 +17,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["even_bounds", "owner_of", "split_by_owner", "put_back", "Split", "cut_sorted", "answers_of", "cheapest_by_end", "merge_cheapest",
-           "split_candidates", "EMPTY_CANDIDATES"]
+__all__ = ["even_bounds", "owner_of", "split_by_owner", "put_back", "Split", "cut_sorted", "answers_of", "sort_edges",
+           "local_ids", "cheapest_sorted", "lightest_parallel", "merge_cheapest", "split_candidates",
+           "EMPTY_CANDIDATES"]
 
 
 def even_bounds(n, ranges):
@@ -90,36 +91,73 @@ def put_back(order, answers, dtype=np.int64):
 EMPTY_CANDIDATES = (np.zeros(0, np.int64), np.zeros(0, np.uint64), np.zeros(0, np.int64), np.zeros(0, np.int64))
 
 
-def _first_per_comp(comp, key, eid, other):
-    if comp.shape[0] == 0:
-        return EMPTY_CANDIDATES
-    order = np.lexsort((eid, key, comp))
-    comp, key, eid, other = comp[order], key[order], eid[order], other[order]
-    first = np.ones(comp.shape[0], bool)
-    first[1:] = comp[1:] != comp[:-1]
-    return comp[first], key[first], eid[first], other[first]
+def sort_edges(u, v, key, eid):
+    """The edges in the strict ``(key, eid)`` order: every later step that drops edges keeps it, so the
+    first edge of a component (or of a pair of components) in this order is its cheapest."""
+    order = np.lexsort((eid, key))
+    return u[order], v[order], key[order], eid[order]
 
 
-def cheapest_by_end(u, v, key, eid):
-    """The cheapest edge (strict order) leaving each component an edge touches: ``(comp, key, eid, other)``.
+def local_ids(u, v):
+    """``(ids, lu, lv)``: the sorted distinct ids the edges touch, and each end's index into them."""
+    m = u.shape[0]
+    ids, inv = np.unique(np.concatenate([np.asarray(u, np.int64), np.asarray(v, np.int64)]), return_inverse=True)
+    return ids, inv[:m], inv[m:]
 
-    Rows are sorted by ``comp``; ``other`` is the edge's other end.  Self-loops
-    (``u == v``) must have been dropped.
+
+def cheapest_sorted(ids, lu, lv, u, v, key, eid):
+    """The cheapest edge leaving each component the edges touch: ``(comp, key, eid, other)``, rows by ``comp``.
+
+    The edges must be in the ``(key, eid)`` order (:func:`sort_edges`) and
+    hold no self-loop; ``lu``/``lv`` index each end into ``ids`` (sorted,
+    distinct), so the scratch is sized by the ids touched, not by the ids
+    there are: a component's cheapest edge is the first one touching it.
     """
-    u = np.asarray(u, np.int64)
-    v = np.asarray(v, np.int64)
-    return _first_per_comp(np.concatenate([u, v]), np.concatenate([key, key]), np.concatenate([eid, eid]),
-                           np.concatenate([v, u]))
+    m = lu.shape[0]
+    if m == 0:
+        return EMPTY_CANDIDATES
+    first = np.full(ids.shape[0], m, np.int64)
+    pos = np.arange(m, dtype=np.int64)
+    np.minimum.at(first, lu, pos)
+    np.minimum.at(first, lv, pos)
+    at = np.flatnonzero(first < m)
+    f = first[at]
+    other = np.where(lu[f] == at, v[f], u[f])
+    return ids[at], key[f], eid[f], np.asarray(other, np.int64)
 
 
-def merge_cheapest(*tables):
-    """Candidate tables combined: the cheapest row of each component (associative, commutative)."""
+def lightest_parallel(lu, lv, k):
+    """Positions (ascending) of the lightest edge of each pair of components, edges in the ``(key, eid)`` order.
+
+    The others are the heaviest edge of a cycle of two: in no spanning
+    forest (``k``: how many local ids there are).
+    """
+    lo, hi = np.minimum(lu, lv).astype(np.int64), np.maximum(lu, lv).astype(np.int64)
+    _, first = np.unique(lo * np.int64(k) + hi, return_index=True)
+    first.sort()
+    return first
+
+
+def merge_cheapest(lo, hi, *tables):
+    """Candidate tables of components in ``[lo, hi)`` combined: the cheapest row of each (associative,
+    commutative).  Scratch of ``hi - lo`` entries: one range's share, as its owner holds."""
     tables = [t for t in tables if t[0].shape[0]]
     if not tables:
         return EMPTY_CANDIDATES
     if len(tables) == 1:
         return tables[0]
-    return _first_per_comp(*(np.concatenate([t[j] for t in tables]) for j in range(4)))
+    comp, key, eid, other = (np.concatenate([t[j] for t in tables]) for j in range(4))
+    c = comp - lo
+    best_key = np.full(hi - lo, np.iinfo(np.uint64).max, np.uint64)
+    np.minimum.at(best_key, c, key)
+    tie = np.flatnonzero(key == best_key[c])
+    best_eid = np.full(hi - lo, np.iinfo(np.int64).max, np.int64)
+    np.minimum.at(best_eid, c[tie], eid[tie])
+    win = tie[eid[tie] == best_eid[c[tie]]]
+    row = np.full(hi - lo, -1, np.int64)
+    row[c[win]] = win
+    row = row[row >= 0]
+    return comp[row], key[row], eid[row], other[row]
 
 
 def split_candidates(table, bounds):

@@ -128,19 +128,20 @@ class PartitionedRun(ResidentRun):
         cands = []
         chunk_groups = by_worker(self.pins)  # the chunks of one worker merge there first
         for r in range(R):
-            level = [c.submit(ranged.merge_range_of, r, *[mapped[i] for i in js], key=key("cand", rnd, f"{g}.{r}"),
-                              **self.pins[js[0]])
+            lo, hi = int(bounds[r]), int(bounds[r + 1])
+            level = [c.submit(ranged.merge_range_of, r, lo, hi, *[mapped[i] for i in js],
+                              key=key("cand", rnd, f"{g}.{r}"), **self.pins[js[0]])
                      for g, js in enumerate(chunk_groups)]
             if not level:  # a graph with no edge chunk
-                level = [c.submit(ranged.merge, key=key("merge", rnd, f"{r}.empty"))]
+                level = [c.submit(ranged.merge, lo, hi, key=key("merge", rnd, f"{r}.empty"))]
             depth = 0
             while len(level) > 1:
                 k = self.spec.split_every
-                level = [c.submit(ranged.merge, *level[j:j + k], key=key("merge", rnd, f"{r}.{depth}.{j // k}"))
+                level = [c.submit(ranged.merge, lo, hi, *level[j:j + k],
+                                  key=key("merge", rnd, f"{r}.{depth}.{j // k}"))
                          for j in range(0, len(level), k)]
                 depth += 1
-            cands.append(c.submit(ranged.range_candidates, level[0], int(bounds[r]), int(bounds[r + 1]),
-                                  key=key("merged", rnd, r)))
+            cands.append(c.submit(ranged.range_candidates, level[0], lo, hi, key=key("merged", rnd, r)))
         # contract: hook (mutual pairs found by asking the partner's owner), jump, number, relabel
         hooked = self._exchange("hook", rnd, cands, cands, split=functools.partial(ranged.split_others, bounds=bounds),
                                 serve=ranged.serve_edge_ids, assemble=ranged.hook)

@@ -1,0 +1,70 @@
+"""The array pieces of partitioned rounds, against plain Python on random edges with many ties."""
+import numpy as np
+import pytest
+
+from mst_dist.kernels import vertex_ranges as vr
+
+
+def _edges(seed, n=40, m=300):
+    rng = np.random.default_rng(seed)
+    u, v = rng.integers(0, n, m), rng.integers(0, n, m)
+    keep = u != v
+    u, v = u[keep] * 7 + 3, v[keep] * 7 + 3  # sparse ids: the local ids are not the ids
+    key = rng.integers(0, 5, u.shape[0]).astype(np.uint64)  # few keys: ties decided by the edge id
+    eid = rng.permutation(10**6)[:u.shape[0]].astype(np.int64)
+    return vr.sort_edges(u, v, key, eid)
+
+
+def _cheapest(u, v, key, eid):
+    best = {}
+    for a, b, k, e in zip(u.tolist(), v.tolist(), key.tolist(), eid.tolist()):
+        for c, o in ((a, b), (b, a)):
+            if c not in best or (k, e) < best[c][:2]:
+                best[c] = (k, e, o)
+    comps = sorted(best)
+    return comps, [best[c][0] for c in comps], [best[c][1] for c in comps], [best[c][2] for c in comps]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_cheapest_edge_of_each_component(seed):
+    u, v, key, eid = _edges(seed)
+    assert np.all(np.diff(key.astype(np.int64)) >= 0)
+    ids, lu, lv = vr.local_ids(u, v)
+    np.testing.assert_array_equal(ids[lu], u)
+    np.testing.assert_array_equal(ids[lv], v)
+    got = vr.cheapest_sorted(ids, lu, lv, u, v, key, eid)
+    assert [c.tolist() for c in got] == [list(x) for x in _cheapest(u, v, key, eid)]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_merge_of_candidate_tables_is_the_cheapest_over_all(seed):
+    u, v, key, eid = _edges(seed)
+    lo, hi = 50, 200
+    tables = []
+    for part in np.array_split(np.arange(u.shape[0]), 4):  # four chunks of the edges
+        ids, lu, lv = vr.local_ids(u[part], v[part])
+        t = vr.cheapest_sorted(ids, lu, lv, u[part], v[part], key[part], eid[part])
+        inside = (t[0] >= lo) & (t[0] < hi)
+        tables.append(tuple(col[inside] for col in t))
+    got = vr.merge_cheapest(lo, hi, *tables)
+    comps, k, e, o = _cheapest(u, v, key, eid)
+    want = [(c, kk, ee, oo) for c, kk, ee, oo in zip(comps, k, e, o) if lo <= c < hi]
+    assert list(zip(*(col.tolist() for col in got))) == want
+    # in any grouping (the merge is a tree)
+    two = vr.merge_cheapest(lo, hi, vr.merge_cheapest(lo, hi, *tables[:3]), tables[3])
+    assert [c.tolist() for c in two] == [c.tolist() for c in got]
+    assert all(c.shape[0] == 0 for c in vr.merge_cheapest(lo, hi))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_lightest_of_parallel_edges(seed):
+    u, v, key, eid = _edges(seed, n=8)  # 8 vertices, ~260 edges: many parallel
+    ids, lu, lv = vr.local_ids(u, v)
+    kept = vr.lightest_parallel(lu, lv, ids.shape[0])
+    assert np.all(np.diff(kept) > 0)
+    best = {}
+    for i, (a, b, k, e) in enumerate(zip(u.tolist(), v.tolist(), key.tolist(), eid.tolist())):
+        p = (min(a, b), max(a, b))
+        if p not in best or (k, e) < best[p][0]:
+            best[p] = ((k, e), i)
+    assert kept.tolist() == sorted(i for _, i in best.values())
