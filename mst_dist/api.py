@@ -105,9 +105,11 @@ def minimum_spanning_forest(graph, client=None, *, partitions=None, backend="aut
         the result's ``labels`` are then ``None``.
     checkpoint : str or os.PathLike, optional
         A directory (created if missing) where the run saves, after each
-        finished round (resident) or pass (streaming), what it needs to go on:
-        the component of every vertex so far, the forest edge ids so far,
-        for a streaming run the pass reached and the forest's rows (see
+        finished round (resident, partitioned) or pass (streaming), what it
+        needs to go on: the component of every vertex so far, the forest edge
+        ids so far (a partitioned run writes both in parts, per range of
+        vertices and per edge chunk, from where they are), for a streaming
+        run the pass reached and the forest's rows (see
         :mod:`mst_dist.engine.checkpoint`).  Each save is atomic.  A run
         given a directory holding the state of the same graph and options
         goes on from there, and returns the same edge ids as a run never
@@ -131,8 +133,8 @@ def minimum_spanning_forest(graph, client=None, *, partitions=None, backend="aut
         worker, the centralised rounds finish).  ``"never"``: whole on one
         worker.  ``"auto"`` (default, or the ``mst.vertex-partition``
         setting): cut when it would not fit comfortably on one worker.
-        Partitioned runs keep their chunks resident and take no
-        ``checkpoint``.  The same edge ids either way.
+        Partitioned runs keep their chunks resident (no streaming).  The
+        same edge ids either way.
 
     gather : bool
         ``True`` (default): the forest's rows and the labels come back to

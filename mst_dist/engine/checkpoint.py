@@ -12,6 +12,13 @@ what the rest of the run needs, in ``DIR``:
     the forest edge ids chosen so far, ascending;
 ``state-<n>/rows-edge_id.npy``, ``rows-src.npy``, ``rows-dst.npy``, ``rows-weight.npy``
     (streaming) those edges' rows, which later passes do not read again;
+``state-<n>/labels-<r>.npy``, ``forest-<j>.npy``
+    (partitioned) the same, cut as the run holds them: the labels of each
+    range of vertices ``r`` (the manifest's ``vertex_ranges`` even ranges of
+    ``[0, n)``), written by the task that owns it, and the forest ids of each
+    edge chunk ``j`` (the chunk's edge ids are the manifest's
+    ``chunk_bounds[j]`` to ``chunk_bounds[j + 1]``), written where the
+    chunk is; no array over all vertices or all forest edges is built;
 ``manifest.json``
     written last (a :class:`Manifest`): the fingerprint of the graph and of
     the engine options, the state directory, the rounds done, the
@@ -83,7 +90,7 @@ class Manifest:
     """What a checkpoint directory's ``manifest.json`` says of the state it names.
 
     Written last by every save, so it always names a complete state.  A
-    resident run's state is a round; a streaming run's, a pass.
+    resident or partitioned run's state is a round; a streaming run's, a pass.
     """
 
     graph: dict                 #: the graph's fingerprint (:func:`graph_fingerprint`)
@@ -101,10 +108,13 @@ class Manifest:
     passes: int | None = None   #: passes done (streaming)
     threshold: list | None = None   #: the upper threshold of the last pass, ``[key, eid]`` (streaming)
     rows: bool = False          #: the state holds the forest's rows (streaming)
+    finished: int | None = None     #: components finished so far (partitioned)
+    vertex_ranges: int | None = None    #: the ranges of vertices the labels are cut in (partitioned)
+    chunk_bounds: list | None = None    #: the edge chunks the forest ids are cut by (partitioned)
     format: str = _FORMAT
     version: int = _VERSION
 
-    MODES = ("resident", "stream")
+    MODES = ("resident", "stream", "partitioned")
 
     def to_json(self) -> dict:
         return _plain(asdict(self))
@@ -505,8 +515,7 @@ def write_state(directory, labels, forest, *rows):
     rows, from any number of ``(edge_id, src, dst, weight)`` parts."""
     if labels is not None:
         L = labels[0] if isinstance(labels, tuple) else labels
-        small = L.shape[0] == 0 or (L.min() >= np.iinfo(np.int32).min and L.max() <= np.iinfo(np.int32).max)
-        _save(directory, "labels.npy", L.astype(np.int32) if small else L)
+        _save(directory, "labels.npy", _compact_labels(L))
     _save(directory, "forest.npy", np.asarray(forest, dtype=np.int64))
     if rows:
         cols = [np.concatenate([np.asarray(p[j]) for p in rows]) for j in range(4)]
@@ -536,6 +545,47 @@ def read_labels(directory, n_live=None):
 def read_forest(directory):
     """A saved state's forest edge ids (ascending)."""
     return _load(directory, "forest.npy")
+
+
+def _compact_labels(L):
+    small = L.shape[0] == 0 or (L.min() >= np.iinfo(np.int32).min and L.max() <= np.iinfo(np.int32).max)
+    return L.astype(np.int32) if small else L
+
+
+def write_labels_part(directory, r, vl):
+    """(partitioned) Write the labels of range ``r`` of vertices (a :class:`~mst_dist.engine.ranged.VertexLabels`)."""
+    _save(directory, f"labels-{r}.npy", _compact_labels(np.asarray(vl.labels)))
+    return True
+
+
+def write_forest_part(directory, j, mapped):
+    """(partitioned) Write the forest ids found so far of edge chunk ``j`` (``mapped``: its block and candidates)."""
+    parts = [p for p in mapped[0].forest if p.shape[0]]
+    _save(directory, f"forest-{j}.npy", np.sort(np.concatenate(parts)) if parts else np.zeros(0, np.int64))
+    return True
+
+
+def read_labels_part(directory, r, lo, hi):
+    """(partitioned) The saved labels of range ``r`` of vertices, ``[lo, hi)``, as the run keeps them."""
+    from mst_dist.engine.ranged import VertexLabels
+
+    L = _load(directory, f"labels-{r}.npy").astype(np.int64)
+    if L.shape[0] != hi - lo:
+        raise CheckpointMismatchError(f"labels-{r}.npy in {directory!r} holds {L.shape[0]} vertices, not the "
+                                      f"{hi - lo} of vertices {lo}..{hi - 1}; start over (resume=False)")
+    return VertexLabels(lo, hi, L)
+
+
+def read_forest_part(directory, saved_bounds, lo, hi):
+    """(partitioned) The saved forest ids in ``[lo, hi)`` (an edge chunk of this run), ascending, from the
+    saved chunks' parts that overlap it (the chunks may be cut otherwise now)."""
+    b = np.asarray(saved_bounds, np.int64)
+    parts = []
+    for j in range(b.shape[0] - 1):
+        if b[j] < hi and b[j + 1] > lo:
+            ids = _load(directory, f"forest-{j}.npy").astype(np.int64)
+            parts.append(ids[(ids >= lo) & (ids < hi)])
+    return np.sort(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
 
 
 #: Saved row columns up to this size are read whole from an object store; larger ones by ranges.

@@ -95,6 +95,15 @@ def prepare(raw, offset, n_vertices, bounds):
     return Block(chunk, []), vr.split_candidates(vr.cheapest_sorted(ids, lu, lv, u, v, key, eid), bounds)
 
 
+def prepare_resumed(raw, offset, n_vertices, forest):
+    """(a resumed run) A raw chunk as a :class:`Block` over the original vertex ids, holding the forest
+    ids saved for it; :func:`filter_block`, given the saved labels, relabels it."""
+    ch = host_kernels().prepare(tuple(to_host(a) for a in raw[:3]), offset, n_vertices)
+    u, v, key, eid = vr.sort_edges(*ch.edges())
+    chunk = Chunk(_compact(u, n_vertices), _compact(v, n_vertices), key, eid, packing=ch.packing)
+    return Block(chunk, [forest] if forest.shape[0] else []), None
+
+
 def merge_range_of(r, lo, hi, *mapped):
     """Range ``r`` (``[lo, hi)``)'s candidates of some chunks (``mapped = (block, parts)``, one worker's
     chunks), combined: the first level of the range's merge."""

@@ -220,3 +220,74 @@ print(json.dumps([graph_fingerprint(g) for g in gs]))
             graph_fingerprint(mst_dist.read(tmp_path / "g.txt")),
             graph_fingerprint(mst_dist.Graph.from_arrays(np.arange(5), np.arange(1, 6), np.linspace(0, 1, 5)))]
     assert json.loads(runs[0].stdout) == json.loads(runs[1].stdout) == mine
+
+
+PARTITIONED = {
+    # graph, ranges, components the centralised base case takes, where the run is stopped
+    "partitioned-rounds": (sparse_graph, 4, 0, dict(phase="map", round=2)),
+    "into-the-base-case": (lambda: mst_dist.generate("rmat", seed=3, scale=10, edge_factor=8), 5, 300,
+                           dict(phase="map", round=1)),
+    "grid": (lambda: mst_dist.generate("grid", rows=30, cols=40, seed=2), 3, 0, dict(phase="map", round=3)),
+}
+
+
+@pytest.mark.parametrize("case", list(PARTITIONED))
+def test_partitioned_run_stopped_and_resumed_same_forest(client2, tmp_path, case):
+    """A partitioned run saves each round as it holds it (labels per range of vertices, forest ids per
+    chunk) and goes on from there: same ids, rows, labels and components as Kruskal."""
+    import dask
+
+    make, ranges, base, when = PARTITIONED[case]
+    g = make()
+    exp = expected(g)
+    opts = dict(partitions=3, local_finish=0, vertex_partition="always")
+    ck = str(tmp_path / "ck")
+    with dask.config.set({"mst.vertex-base": base, "mst.vertex-ranges": ranges}):
+        with pytest.raises(Preempted):
+            mst_dist.minimum_spanning_forest(g, client2, checkpoint=ck, progress=stop_at(**when), **opts)
+        saved = manifest(ck)
+        assert saved["mode"] == "partitioned" and saved["round"] == when["round"] and not saved["complete"]
+        assert saved["vertex_ranges"] == ranges and len(saved["chunk_bounds"]) == 4
+        state = sorted(os.listdir(os.path.join(ck, saved["state"])))
+        assert state == sorted([f"labels-{r}.npy" for r in range(ranges)] + [f"forest-{j}.npy" for j in range(3)])
+        events = []
+        res = mst_dist.minimum_spanning_forest(g, client2, checkpoint=ck, progress=recorder(events), **opts)
+    assert_result(res, exp)
+    assert res.stats.resumed_from == saved["round"]
+    assert min(ev["round"] for ev in events if ev["phase"] == "map") == saved["round"]
+    assert res.stats.rounds[0].round == saved["round"]
+    assert not os.path.exists(os.path.join(ck, MANIFEST))
+
+
+def test_partitioned_resume_with_another_range_count(client2, tmp_path):
+    """The labels are read back by the ranges of vertices they were saved in, whatever the range count of
+    the run that goes on."""
+    import dask
+
+    g = sparse_graph(seed=8)
+    exp = expected(g)
+    ck = str(tmp_path / "ck")
+    with dask.config.set({"mst.vertex-base": 0, "mst.vertex-ranges": 4}):
+        with pytest.raises(Preempted):
+            mst_dist.minimum_spanning_forest(g, client2, checkpoint=ck, partitions=3, local_finish=0,
+                                             vertex_partition="always", progress=stop_at(phase="map", round=2))
+    with dask.config.set({"mst.vertex-base": 0, "mst.vertex-ranges": 7}):
+        res = mst_dist.minimum_spanning_forest(g, client2, checkpoint=ck, partitions=3, local_finish=0,
+                                               vertex_partition="always", resume=True)
+    assert_result(res, exp)
+    assert res.stats.resumed_from == 2
+
+
+def test_saved_forest_parts_are_cut_again_by_the_chunks_of_now(tmp_path):
+    """A chunk of the resumed run takes the saved forest ids of its edge id range from every saved part."""
+    from mst_dist.engine import checkpoint
+    from mst_dist.engine.ranged import Block
+
+    saved_bounds = [0, 10, 20, 30]
+    ids = np.array([1, 4, 9, 10, 15, 19, 22, 29])
+    for j in range(3):
+        mine = ids[(ids >= saved_bounds[j]) & (ids < saved_bounds[j + 1])]
+        checkpoint.write_forest_part(str(tmp_path), j, (Block(None, [mine[::-1][:1], np.sort(mine[::-1][1:])]), None))
+    for lo, hi in [(0, 30), (5, 25), (10, 20), (29, 30), (30, 40)]:
+        got = checkpoint.read_forest_part(str(tmp_path), saved_bounds, lo, hi)
+        assert got.tolist() == [i for i in ids.tolist() if lo <= i < hi]

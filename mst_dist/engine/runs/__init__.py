@@ -56,23 +56,23 @@ def choose_kind(spec, graph, cluster: ClusterLayout, ckpt: RunCheckpoint | None)
     memory.
     """
     streams = should_stream(spec.stream, graph, cluster.total_memory)
+    mode = spec.vertex_partition
     if ckpt is not None and ckpt.mode is not None:
         streams = ckpt.mode == "stream"
-    mode = spec.vertex_partition
+        mode = "always" if ckpt.mode == "partitioned" else "never"
     need = vertex_memory(graph.n_vertices)
     big = need > cluster.min_memory // 4
-    if mode == "always" or (mode == "auto" and big and not streams and ckpt is None):
+    if mode == "always" or (mode == "auto" and big and not streams):
         if need > cluster.total_memory // 2:
             raise InvalidGraphError(
                 f"n_vertices = {graph.n_vertices} would need about {human_bytes(need)} of per-vertex arrays, "
                 f"more than half the cluster's memory ({human_bytes(cluster.total_memory)}) even spread over "
                 f"its workers: relabel the vertex ids to 0..n-1 (e.g. numpy.unique(ids, return_inverse=True)) "
                 f"or add workers", source=graph.name)
-        if mode == "always" and (streams or ckpt is not None):
-            raise ConfigError("vertex_partition='always' does not combine with "
-                              f"{'streaming' if streams else 'checkpoints'} in this version: a partitioned run keeps "
-                              f"its edge chunks resident and saves no checkpoint; use stream='never' without "
-                              f"checkpoint=, or vertex_partition='auto'", key="vertex_partition")
+        if mode == "always" and streams:
+            raise ConfigError("vertex_partition='always' does not combine with streaming in this version: a "
+                              "partitioned run keeps its edge chunks resident; use stream='never', or "
+                              "vertex_partition='auto'", key="vertex_partition")
         return PartitionedRun.kind
     check_vertex_memory(graph, cluster.max_memory)
     return StreamingRun.kind if streams else ResidentRun.kind

@@ -49,7 +49,7 @@ class RunCheckpoint:
 
     @property
     def mode(self) -> str | None:
-        """The saved run's mode (``"resident"`` or ``"stream"``), ``None`` with nothing saved."""
+        """The saved run's mode (``"resident"``, ``"partitioned"`` or ``"stream"``), ``None`` with nothing saved."""
         return None if self.saved is None else self.saved.mode
 
     def _key(self, phase, rnd, index=None):
@@ -85,6 +85,35 @@ class RunCheckpoint:
                                pure=False)
         self.forest = c.submit(checkpoint.read_forest, d, key=self._key("resume-forest", s.round), pure=False)
         return self.labels, self.forest
+
+    # -- partitioned runs: a state per round, cut as the run holds it ----------------------
+
+    def save_parts(self, st, *, labels, mapped, pins, chunk_bounds, finished):
+        """After a partitioned round: each range's labels written by its owner, each chunk's forest ids
+        where the chunk is (``pins``), then the manifest."""
+        c = self.client
+        with self.store.saving(mode="partitioned", round=st.rnd, components=st.n_comp, edges_left=st.edges_left,
+                               complete=st.n_comp == 0, finished=finished, vertex_ranges=len(labels),
+                               chunk_bounds=[int(b) for b in chunk_bounds]) as tmp:
+            written = [c.submit(checkpoint.write_labels_part, tmp, r, vl, pure=False, priority=CHECKPOINT_PRIORITY,
+                                key=self._key("checkpoint-labels", st.rnd, f"{self.store.saves}.{r}"))
+                       for r, vl in enumerate(labels)]
+            written += [c.submit(checkpoint.write_forest_part, tmp, j, m, pure=False, priority=CHECKPOINT_PRIORITY,
+                                 key=self._key("checkpoint-forest", st.rnd, f"{self.store.saves}.{j}"), **pins[j])
+                        for j, m in enumerate(mapped)]
+            c.gather(written)
+
+    def resume_parts(self, vertex_bounds, chunk_bounds):
+        """The saved labels (one future per range of ``vertex_bounds``) and each chunk's saved forest ids."""
+        s, c = self.saved, self.client
+        d = self.store.state_dir(s)
+        labels = [c.submit(checkpoint.read_labels_part, d, r, int(lo), int(hi), pure=False,
+                           key=self._key("resume-labels", s.round, r))
+                  for r, (lo, hi) in enumerate(zip(vertex_bounds[:-1], vertex_bounds[1:]))]
+        forest = [c.submit(checkpoint.read_forest_part, d, s.chunk_bounds, int(lo), int(hi), pure=False,
+                           key=self._key("resume-forest", s.round, j))
+                  for j, (lo, hi) in enumerate(zip(chunk_bounds[:-1], chunk_bounds[1:]))]
+        return labels, forest
 
     # -- streaming runs: a state per pass ------------------------------------------------
 

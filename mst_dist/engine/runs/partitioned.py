@@ -94,29 +94,63 @@ class PartitionedRun(ResidentRun):
     def rounds(self, st: SolveState):
         g, c = self.g, self.client
         n = g.n_vertices
-        bounds = even_bounds(n, self.n_ranges)
-        self.vertex_bounds = bounds
         self.workers = sorted(self.cluster.kinds)
-        pins = self._chunk_pins(st.raws)
-        self.pins = pins
-        mapped = [c.submit(ranged.prepare, raw, off, n, bounds, key=self.builder.key("prepare", 0, i), **pins[i])
-                  for i, (raw, off) in enumerate(zip(st.raws, st.offsets))]
-        labels = [c.submit(ranged.first_labels, int(lo), int(hi), key=self.builder.key("labels-init", 0, r))
-                  for r, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:]))]
-        st.edges_left = sum(c.gather([c.submit(ranged.edges_in, m, key=self.builder.key("count", 0, i))
-                                      for i, m in enumerate(mapped)]))
+        self.pins = self._chunk_pins(st.raws)
+        saved = self.ckpt.saved if self.ckpt is not None else None
+        if saved is not None:
+            mapped, labels, bounds, n_comp, finished = self._resume(st, saved)
+        else:
+            bounds = even_bounds(n, self.n_ranges)
+            mapped = [c.submit(ranged.prepare, raw, off, n, bounds, key=self.builder.key("prepare", 0, i),
+                               **self.pins[i])
+                      for i, (raw, off) in enumerate(zip(st.raws, st.offsets))]
+            labels = [c.submit(ranged.first_labels, int(lo), int(hi), key=self.builder.key("labels-init", 0, r))
+                      for r, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:]))]
+            n_comp, finished = n, 0
+        st.edges_left = self._count_edges(st.rnd, mapped)
         self.stats.setup_seconds = time.perf_counter() - self.t_start
         st.t_solve = time.perf_counter()
-        finished = 0
-        n_comp = n
         while n_comp > 0 and n_comp > self.vertex_base and st.edges_left > self.run_plan.local_finish:
             mapped, labels, bounds, n_comp, finished = self._round(st, mapped, labels, bounds, n_comp, finished)
+            st.n_comp = n_comp
+            if self.ckpt is not None:
+                self.ckpt.save_parts(st, labels=labels, mapped=mapped, pins=self.pins,
+                                     chunk_bounds=self.chunk_bounds, finished=finished)
         st.n_comp = n_comp
         self.mapped, self.labels_parts = mapped, labels
         base = []
         if n_comp > 0:
             base = self._base_case(st, mapped, finished)
         self.forest_futs = self._forest(mapped, base)
+
+    def _count_edges(self, rnd, mapped):
+        c = self.client
+        return sum(c.gather([c.submit(ranged.edges_in, m, key=self.builder.key("count", rnd, i))
+                             for i, m in enumerate(mapped)]))
+
+    def _resume(self, st, saved):
+        """Go on from a saved partitioned round: each chunk loaded again and relabelled by asking the
+        owners of the saved labels (every edge inside a component is dropped), with its saved forest ids.
+
+        Why the forest is the same: see :mod:`mst_dist.engine.checkpoint`.
+        """
+        c, n, key = self.client, self.g.n_vertices, self.builder.key
+        vertex_bounds = even_bounds(n, saved.vertex_ranges)
+        labels, forest = self.ckpt.resume_parts(vertex_bounds, self.chunk_bounds)
+        n_comp = saved.components
+        nxt = even_bounds(n_comp, self.n_ranges) if n_comp > self.vertex_base else None
+        loaded = [c.submit(ranged.prepare_resumed, raw, off, n, forest[i], key=key("resume-prepare", saved.round, i),
+                           **self.pins[i])
+                  for i, (raw, off) in enumerate(zip(st.raws, st.offsets))]
+        kwargs = [{"n_next": n_comp, "next_bounds": nxt, "chosen_bundles": [], "chosen_at": 0}] * len(loaded)
+        mapped = self._exchange("resume", saved.round, loaded, labels,
+                                split=functools.partial(ranged.split_ends, bounds=vertex_bounds),
+                                serve=ranged.serve_map, assemble=ranged.filter_block, pins=self.pins,
+                                assemble_kwargs=kwargs)
+        st.rnd = saved.round
+        self.stats.resumed_from = saved.round
+        bounds = nxt if nxt is not None else even_bounds(n_comp, 1)
+        return mapped, labels, bounds, n_comp, saved.finished
 
     def _round(self, st, mapped, labels, bounds, n_comp, finished):
         """One partitioned round: map (done with the last filter) -> merge -> contract -> filter-edges."""
@@ -190,8 +224,7 @@ class PartitionedRun(ResidentRun):
         labels = self._exchange("labels", rnd, labels, rmaps, split=functools.partial(ranged.split_live, bounds=bounds),
                                 serve=ranged.serve_map, assemble=ranged.follow)
         edges_before = st.edges_left
-        st.edges_left = sum(c.gather([c.submit(ranged.edges_in, m, key=key("count", rnd, i))
-                                      for i, m in enumerate(mapped)]))
+        st.edges_left = self._count_edges(rnd, mapped)
         n_forest = sum(c.gather([c.submit(len, ch, key=key("forest-count", rnd, r)) for r, ch in enumerate(chosen)]))
         t_end = time.perf_counter()
         self.stats.rounds.append(RoundStats(
