@@ -46,9 +46,38 @@ def _run(graph, client, mode, chunks, ranges, **kw):
     return res, time.perf_counter() - t0
 
 
+#: The phase of a round each task phase's transfers belong to (the first word of the key's phase).
+PHASES = {"cand": "merge", "merge": "merge", "merged": "merge", "contract": "contract", "stats": "contract",
+          "hook": "contract", "parents": "contract", "chosen": "contract", "jump": "contract",
+          "jumped": "contract", "counts": "contract", "number": "contract", "relabel": "contract",
+          "rmap": "round map", "route": "filter-edges", "routed": "filter-edges", "filter": "filter-edges",
+          "light": "filter-edges", "heavy": "filter-edges", "labels": "labels"}
+
+
+def by_phase(phase_bytes):
+    """A round's bytes per task phase summed into the phases of a round."""
+    out = {}
+    for name, nb in phase_bytes.items():
+        group = PHASES.get(name.split("-")[0], "other")
+        out[group] = out.get(group, 0) + nb
+    return out
+
+
 def _rounds(res):
     return [{"round": r.round, "mode": r.mode, "components": r.components_before, "edges": r.edges_before,
-             "bytes_moved": r.bytes_moved, "seconds": r.wall_seconds} for r in res.stats.rounds]
+             "bytes_moved": r.bytes_moved, "bytes_by_phase": by_phase(r.phase_bytes), "seconds": r.wall_seconds}
+            for r in res.stats.rounds]
+
+
+def print_rounds(rounds):
+    """Bytes per round and phase, MiB."""
+    groups = sorted({g for r in rounds for g in r["bytes_by_phase"]})
+    print("  round  mode         components  " + "  ".join(f"{g:>12}" for g in groups) + "         all")
+    for r in rounds:
+        if r["bytes_moved"]:
+            print(f"  {r['round']:>5}  {r['mode']:<11}  {r['components']:>10}  "
+                  + "  ".join(f"{r['bytes_by_phase'].get(g, 0) / 2**20:>12.1f}" for g in groups)
+                  + f"  {r['bytes_moved'] / 2**20:>10.1f}")
 
 
 def bytes_moved(args):
@@ -69,6 +98,7 @@ def bytes_moved(args):
                             "bytes_moved": res.stats.bytes_moved, "rounds": _rounds(res)})
                 print(f"{workers} workers, vertex_partition={mode}: {seconds:.1f} s, "
                       f"{res.stats.bytes_moved / 2**20:.0f} MiB moved", flush=True)
+                print_rounds(out[-1]["rounds"])
         finally:
             client.close()
             cluster.close()

@@ -24,7 +24,8 @@ class RoundStats:
     scheduling overhead.  ``bytes_moved`` counts the bytes of task results
     consumed by tasks of the next phase (candidates, round maps, gathered
     chunks): what crosses between workers when the tasks sit on different
-    workers.  ``h2d_bytes`` and ``d2h_bytes`` count what GPU workers copied
+    workers; ``phase_bytes`` splits them by the phase named in the task keys
+    that received them (on a cluster of several workers).  ``h2d_bytes`` and ``d2h_bytes`` count what GPU workers copied
     between host and device memory in the round (chunks uploaded, round maps
     in; candidates and results out); ``gpu_edges`` how many of
     ``edges_before`` a GPU worker processed.  A local round charges its
@@ -45,6 +46,7 @@ class RoundStats:
     h2d_bytes: int = 0
     d2h_bytes: int = 0
     gpu_edges: int = 0
+    phase_bytes: dict = field(default_factory=dict)
 
     def to_dict(self):
         return asdict(self)

@@ -120,23 +120,22 @@ class TransferTally(WorkerPlugin):
         ts = self.worker.state.tasks.get(key)
         if k is None or ts is None:
             return
-        at = (k.token, k.round)
+        at = (k.token, k.round, k.phase)
         self.received[at] = self.received.get(at, 0) + ts.get_nbytes()
 
 
 def take_tally(dask_worker, token):
-    """This worker's received bytes per round of run ``token`` (``None`` without the tally), forgotten here."""
+    """This worker's received bytes per ``(round, task phase)`` of run ``token`` (``None`` without the
+    tally), forgotten here."""
     tally = dask_worker.plugins.get(TALLY_NAME)
     if tally is None or not hasattr(tally, "received"):
         return None
-    out = {}
-    for at in [a for a in tally.received if a[0] == token]:
-        out[at[1]] = tally.received.pop(at)
-    return out
+    return {at[1:]: tally.received.pop(at) for at in [a for a in tally.received if a[0] == token]}
 
 
 def exact_bytes(client, rounds, token, n_workers):
-    """Replace the rounds' estimated bytes moved by what the workers received for each round (in place)."""
+    """Replace the rounds' estimated bytes moved by what the workers received for each round (in place),
+    and give each round those bytes per task phase (``phase_bytes``)."""
     if n_workers < 2:
         for r in rounds:
             r.bytes_moved = 0  # one worker: nothing crosses a worker boundary
@@ -150,8 +149,10 @@ def exact_bytes(client, rounds, token, n_workers):
         return  # a worker without the tally (registration refused): the estimates stay
     per_round = {}
     for counts in tallies.values():
-        for rnd, nb in counts.items():
-            per_round[rnd] = per_round.get(rnd, 0) + nb
+        for (rnd, phase), nb in counts.items():
+            phases = per_round.setdefault(rnd, {})
+            phases[phase] = phases.get(phase, 0) + nb
     for r in rounds:
         if r.mode in ("distributed", "partitioned") or r.tasks:
-            r.bytes_moved = per_round.get(r.round, 0)
+            r.phase_bytes = dict(sorted(per_round.get(r.round, {}).items()))
+            r.bytes_moved = sum(r.phase_bytes.values())

@@ -104,7 +104,9 @@ class PartitionedRun(ResidentRun):
             mapped = [c.submit(ranged.prepare, raw, off, n, bounds, key=self.builder.key("prepare", 0, i),
                                **self.pins[i])
                       for i, (raw, off) in enumerate(zip(st.raws, st.offsets))]
-            labels = [c.submit(ranged.first_labels, int(lo), int(hi), key=self.builder.key("labels-init", 0, r))
+            lpins = self._range_pins(bounds.shape[0] - 1)
+            labels = [c.submit(ranged.first_labels, int(lo), int(hi), key=self.builder.key("labels-init", 0, r),
+                               **lpins[r])
                       for r, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:]))]
             n_comp, finished = n, 0
         st.edges_left = self._count_edges(st.rnd, mapped)
@@ -158,6 +160,7 @@ class PartitionedRun(ResidentRun):
         t0 = time.perf_counter()
         self.events.emit(round=rnd, phase="map", components=n_comp, edges=st.edges_left)
         R = bounds.shape[0] - 1
+        rpins = self._range_pins(R)  # a range's tasks run where its owner is: only what is asked moves
         # merge: per range, a tree of the chunks' candidates
         cands = []
         chunk_groups = by_worker(self.pins)  # the chunks of one worker merge there first
@@ -167,37 +170,39 @@ class PartitionedRun(ResidentRun):
                               key=key("cand", rnd, f"{g}.{r}"), **self.pins[js[0]])
                      for g, js in enumerate(chunk_groups)]
             if not level:  # a graph with no edge chunk
-                level = [c.submit(ranged.merge, lo, hi, key=key("merge", rnd, f"{r}.empty"))]
+                level = [c.submit(ranged.merge, lo, hi, key=key("merge", rnd, f"{r}.empty"), **rpins[r])]
             depth = 0
             while len(level) > 1:
                 k = self.spec.split_every
                 level = [c.submit(ranged.merge, lo, hi, *level[j:j + k],
-                                  key=key("merge", rnd, f"{r}.{depth}.{j // k}"))
+                                  key=key("merge", rnd, f"{r}.{depth}.{j // k}"), **rpins[r])
                          for j in range(0, len(level), k)]
                 depth += 1
-            cands.append(c.submit(ranged.range_candidates, level[0], lo, hi, key=key("merged", rnd, r)))
+            cands.append(c.submit(ranged.range_candidates, level[0], lo, hi, key=key("merged", rnd, r), **rpins[r]))
         # contract: hook (mutual pairs found by asking the partner's owner), jump, number, relabel
         hooked = self._exchange("hook", rnd, cands, cands, split=functools.partial(ranged.split_others, bounds=bounds),
                                 serve=ranged.serve_edge_ids, assemble=ranged.hook)
-        parents = [c.submit(ranged.parents_of, h, key=key("parents", rnd, r)) for r, h in enumerate(hooked)]
-        chosen = [c.submit(ranged.chosen_of, h, key=key("chosen", rnd, r)) for r, h in enumerate(hooked)]
+        parents = [c.submit(ranged.parents_of, h, key=key("parents", rnd, r), **rpins[r]) for r, h in enumerate(hooked)]
+        chosen = [c.submit(ranged.chosen_of, h, key=key("chosen", rnd, r), **rpins[r]) for r, h in enumerate(hooked)]
         jumps = 0
         while True:
             parents = self._exchange("jump", rnd, parents, parents,
                                      split=functools.partial(ranged.split_parents, bounds=bounds),
                                      serve=ranged.serve_parents, assemble=ranged.jump)
             jumps += 1
-            moved = c.gather([c.submit(ranged.changed, p, key=key("jumped", rnd, f"{jumps}.{r}"))
+            moved = c.gather([c.submit(ranged.changed, p, key=key("jumped", rnd, f"{jumps}.{r}"), **rpins[r])
                               for r, p in enumerate(parents)])
             if not sum(moved):
                 break
-        counts = c.gather([c.submit(ranged.counts, p, key=key("counts", rnd, r)) for r, p in enumerate(parents)])
+        counts = c.gather([c.submit(ranged.counts, p, key=key("counts", rnd, r), **rpins[r])
+                           for r, p in enumerate(parents)])
         roots = np.array([a for a, _ in counts], np.int64)
         fins = np.array([b for _, b in counts], np.int64)
         root_off = np.concatenate([[0], np.cumsum(roots)[:-1]])
         fin_off = finished + np.concatenate([[0], np.cumsum(fins)[:-1]])
         n_next, finished = int(roots.sum()), finished + int(fins.sum())
-        numbered = [c.submit(ranged.number, p, int(root_off[r]), int(fin_off[r]), key=key("number", rnd, r))
+        numbered = [c.submit(ranged.number, p, int(root_off[r]), int(fin_off[r]), key=key("number", rnd, r),
+                             **rpins[r])
                     for r, p in enumerate(parents)]
         rmaps = self._exchange("relabel", rnd, parents, numbered,
                                split=functools.partial(ranged.split_roots, bounds=bounds),
@@ -206,7 +211,6 @@ class PartitionedRun(ResidentRun):
         t_contract = time.perf_counter()
         # filter-edges: each chunk asks for its ids' new ids, takes the forest edges of its own edge ids,
         # and maps the next round
-        rpins = self._range_pins(len(chosen))
         routes = [c.submit(ranged.route_chosen, ch, self.chunk_bounds, key=key("route", rnd, r), **rpins[r])
                   for r, ch in enumerate(chosen)]
         nxt = even_bounds(n_next, self.n_ranges) if n_next > self.vertex_base else None
