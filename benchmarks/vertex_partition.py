@@ -10,6 +10,10 @@ Two measurements, each on real worker processes (1 thread each), from the reposi
     python -m benchmarks.vertex_partition ceiling --n 134217728 --m 268435456 --workers 8 \\
         --memory 1GiB --chunks 512 --ranges 256 --out vp-ceiling.json
 
+    # graphs that fit one worker, on the embedded default: this version against an earlier one (a
+    # checkout, e.g. `git worktree add /tmp/mst-before <commit>`), each in fresh processes, taking turns
+    python -m benchmarks.vertex_partition cpu --before /tmp/mst-before --out vp-cpu.json
+
 Every run's forest is compared with the centralised run's (edge ids, components); the JSON written
 holds the raw figures, and the tables printed go into docs/benchmarks.md.
 """
@@ -51,14 +55,16 @@ PHASES = {"cand": "merge", "merge": "merge", "merged": "merge", "contract": "con
           "hook": "contract", "parents": "contract", "chosen": "contract", "jump": "contract",
           "jumped": "contract", "counts": "contract", "number": "contract", "relabel": "contract",
           "rmap": "round map", "route": "filter-edges", "routed": "filter-edges", "filter": "filter-edges",
-          "light": "filter-edges", "heavy": "filter-edges", "labels": "labels"}
+          "light": "filter-edges", "heavy": "filter-edges", "sample": "filter-edges", "count": "filter-edges",
+          "labels": "labels", "map": "map", "edges": "map", "load": "load", "prepare": "load",
+          "compose": "round map", "local": "local"}
 
 
 def by_phase(phase_bytes):
     """A round's bytes per task phase summed into the phases of a round."""
     out = {}
     for name, nb in phase_bytes.items():
-        group = PHASES.get(name.split("-")[0], "other")
+        group = PHASES.get(name.split("-")[0], name)
         out[group] = out.get(group, 0) + nb
     return out
 
@@ -146,6 +152,55 @@ def ceiling(args):
             "rounds": _rounds(res)}
 
 
+_CHILD = r"""
+import hashlib, json, sys, time
+import mst_dist
+spec, repeat = json.loads(sys.argv[1]), int(sys.argv[2])
+g = mst_dist.generate(spec.pop("kind"), **spec)
+s, d, w = g.to_arrays()
+times = []
+for i in range(repeat + 1):  # the first run warms the embedded cluster and the kernels: not timed
+    t0 = time.perf_counter()
+    res = mst_dist.minimum_spanning_forest(mst_dist.Graph.from_arrays(s, d, w, n_vertices=g.n_vertices))
+    if i:
+        times.append(time.perf_counter() - t0)
+print("RESULT " + json.dumps({"times": times, "ids": hashlib.sha1(res.edge_ids.tobytes()).hexdigest(),
+                              "module": mst_dist.__file__}))
+"""
+
+
+def cpu(args):
+    """The CPU benchmark's graphs on the embedded default: this checkout against ``--before``, in turns."""
+    import subprocess
+
+    import yaml
+
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open(os.path.join(here, "benchmarks", "configs", "bench-cpu.yaml")) as f:
+        graphs = yaml.safe_load(f)["graphs"]
+    trees = {"before": os.path.abspath(args.before), "now": here}
+    out = []
+    for gr in graphs:
+        best, ids = {}, {}
+        for _ in range(args.turns):
+            for name, tree in trees.items():
+                env = dict(os.environ, PYTHONPATH=tree)
+                p = subprocess.run([sys.executable, "-c", _CHILD, json.dumps(gr["generate"]), str(args.repeat)],
+                                   env=env, cwd=tree, capture_output=True, text=True, check=True)
+                r = json.loads(p.stdout.split("RESULT ", 1)[1])
+                assert r["module"].startswith(tree), f"{name}: imported {r['module']}, not from {tree}"
+                best[name] = min(best.get(name, float("inf")), *r["times"])
+                ids.setdefault(name, r["ids"])
+        assert ids["before"] == ids["now"], f"{gr['name']}: the forests differ"
+        out.append({"graph": gr["name"], "before": best["before"], "now": best["now"],
+                    "ratio": best["now"] / best["before"]})
+        print(f"{gr['name']:<12} before {best['before']:.3f} s  now {best['now']:.3f} s  "
+              f"now / before {out[-1]['ratio']:.3f}", flush=True)
+    geo = float(np.exp(np.mean(np.log([o["ratio"] for o in out]))))
+    print(f"geometric mean of now / before: {geo:.3f}")
+    return {"graphs": out, "geomean_ratio": geo, "repeat": args.repeat, "turns": args.turns}
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python -m benchmarks.vertex_partition", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="what", required=True)
@@ -160,8 +215,13 @@ def main(argv=None):
         s.add_argument("--out", default=None)
     sub.choices["ceiling"].add_argument("--workers", type=int, default=8)
     sub.choices["ceiling"].add_argument("--no-single", action="store_true")
+    c = sub.add_parser("cpu")
+    c.add_argument("--before", required=True, help="a checkout of the version to compare with")
+    c.add_argument("--repeat", type=int, default=3, help="timed runs per process (after one warm-up)")
+    c.add_argument("--turns", type=int, default=2, help="processes per version and graph, taking turns")
+    c.add_argument("--out", default=None)
     args = p.parse_args(argv)
-    result = bytes_moved(args) if args.what == "bytes" else ceiling(args)
+    result = {"bytes": bytes_moved, "ceiling": ceiling, "cpu": cpu}[args.what](args)
     if args.out:
         with open(args.out, "w") as f:
             json.dump(result, f, indent=1)

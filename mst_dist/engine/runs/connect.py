@@ -74,7 +74,8 @@ def connect(client, graph, spec, token) -> ClusterLayout:
     their throughput.
     """
     workers = _workers(client)
-    for plugin in (ScratchPlugin(), TransferTally()):
+    # the tally only where bytes can cross between workers
+    for plugin in (ScratchPlugin(), TransferTally()) if len(workers) > 1 else (ScratchPlugin(),):
         try:
             client.register_plugin(plugin, name=plugin.name)
         except Exception:  # an old scheduler: default arenas, bytes moved stay estimates
