@@ -58,7 +58,8 @@ def test_partitioned_on_processes(pclient, case):
     ("wikipedia", 16, 0, 2),        # more ranges than components
     ("rmat-7", 4, 40, 3),           # the centralised rounds take over midway
     ("disconnected", 3, 10**9, 2),  # the base case at once
-], ids=["one-range", "more-ranges-than-components", "base-case-midway", "base-at-once"])
+    ("erdos_renyi-1", 32, 0, 3),    # 32 ranges: a worker's owners bundled two by two
+], ids=["one-range", "more-ranges-than-components", "base-case-midway", "base-at-once", "owners-grouped"])
 def test_range_counts_and_base_case(client2, case, ranges, base, partitions):
     name, n, src, dst, w = next(c for c in ALL if c[0] == case)
     g = mst_dist.Graph.from_arrays(src, dst, w, n_vertices=n)
