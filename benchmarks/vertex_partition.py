@@ -177,7 +177,7 @@ def cpu(args):
 
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     with open(os.path.join(here, "benchmarks", "configs", "bench-cpu.yaml")) as f:
-        graphs = yaml.safe_load(f)["graphs"]
+        graphs = [g for g in yaml.safe_load(f)["graphs"] if not args.only or g["name"] in args.only.split(",")]
     trees = {"before": os.path.abspath(args.before), "now": here}
     out = []
     for gr in graphs:
@@ -219,6 +219,7 @@ def main(argv=None):
     c.add_argument("--before", required=True, help="a checkout of the version to compare with")
     c.add_argument("--repeat", type=int, default=3, help="timed runs per process (after one warm-up)")
     c.add_argument("--turns", type=int, default=2, help="processes per version and graph, taking turns")
+    c.add_argument("--only", default=None, help="graphs of the CPU benchmark to run (comma-separated names)")
     c.add_argument("--out", default=None)
     args = p.parse_args(argv)
     result = {"bytes": bytes_moved, "ceiling": ceiling, "cpu": cpu}[args.what](args)
