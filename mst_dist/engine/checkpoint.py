@@ -429,7 +429,10 @@ class _Prefix:
 
     def has_state(self, name):
         self.fs.invalidate_cache(self.root)
-        return self.fs.exists(self._key(f"{name}/forest.npy"))  # every state has its forest
+        try:  # a prefix exists while an object is under it: a state is moved into place whole
+            return bool(self.fs.ls(self._key(name), detail=False))
+        except FileNotFoundError:
+            return False
 
     def state_dir(self, name):
         return urls.atomic_url_dir(self.join(name))

@@ -210,6 +210,30 @@ def test_checkpoint_on_s3_stopped_after_round_2_and_resumed(s3, pclient):
     assert _names(fs, f"{BUCKET}/ck") == []
 
 
+def test_partitioned_checkpoint_on_s3_written_in_parts_by_the_workers(s3, pclient):
+    """A partitioned run's state on an object store: each range of vertices' labels and each chunk's
+    forest ids written by the worker that holds them, committed whole, and resumed to the same forest."""
+    import dask
+
+    options, fs = s3
+    g = mst_dist.generate("erdos_renyi", seed=10, n=2000, m=6000)
+    exp, comps = kruskal(g.n_vertices, *g.to_arrays())
+    ck, prefix = f"s3://{BUCKET}/ck/part", f"{BUCKET}/ck/part"
+    opts = dict(partitions=3, local_finish=0, storage_options=options, vertex_partition="always")
+    with dask.config.set({"mst.vertex-base": 0, "mst.vertex-ranges": 4}):
+        with pytest.raises(Preempted):
+            mst_dist.minimum_spanning_forest(g, pclient, checkpoint=ck, progress=_stop_at(phase="map", round=2),
+                                             **opts)
+        saved = _manifest(fs, prefix)
+        assert saved["mode"] == "partitioned" and saved["round"] == 2 and saved["vertex_ranges"] == 4
+        assert _names(fs, f"{prefix}/{saved['state']}") == sorted(
+            [f"forest-{j}.npy" for j in range(3)] + [f"labels-{r}.npy" for r in range(4)])
+        res = mst_dist.minimum_spanning_forest(g, pclient, checkpoint=ck, **opts)
+    np.testing.assert_array_equal(res.edge_ids, exp)
+    assert res.n_components == comps and res.stats.resumed_from == 2
+    assert _names(fs, prefix) == []
+
+
 def test_streamed_checkpoint_on_s3_resumes_after_a_pass(s3, pclient):
     options, fs = s3
     g = mst_dist.generate("rmat", seed=6, scale=11, edge_factor=8)
