@@ -232,8 +232,11 @@ class PartitionedRun(ResidentRun):
         labels = self._exchange("labels", rnd, labels, rmaps, split=functools.partial(ranged.split_live, bounds=bounds),
                                 serve=ranged.serve_map, assemble=ranged.follow)
         edges_before = st.edges_left
-        st.edges_left = self._count_edges(rnd, mapped)
-        n_forest = sum(c.gather([c.submit(len, ch, key=key("forest-count", rnd, r)) for r, ch in enumerate(chosen)]))
+        # the edges left and the forest edges found, in one gather (one round trip)
+        edges = [c.submit(ranged.edges_in, m, key=key("count", rnd, i), **self.pins[i]) for i, m in enumerate(mapped)]
+        found = [c.submit(len, ch, key=key("forest-count", rnd, r), **rpins[r]) for r, ch in enumerate(chosen)]
+        counted = c.gather(edges + found)
+        st.edges_left, n_forest = sum(counted[:len(edges)]), sum(counted[len(edges):])
         t_end = time.perf_counter()
         self.stats.rounds.append(RoundStats(
             round=rnd, mode="partitioned", components_before=n_comp, components_after=n_next,
