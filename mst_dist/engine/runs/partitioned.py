@@ -280,30 +280,8 @@ class PartitionedRun(ResidentRun):
         stats.solve_seconds = time.perf_counter() - st.t_solve
         self._t_finish = time.perf_counter()
         self.events.emit(round=st.rnd, phase="finish", components=0, edges=0)
-        return self.forest_futs, self._canonical_labels(st)
-
-    def _canonical_labels(self, st):
-        """Every component numbered by its smallest vertex, range by range; ``n_components`` kept."""
-        c, key = self.client, self.builder.key
-        parts = self.labels_parts
-        n_fin = max(c.gather([c.submit(_max_finished, vl, key=key("labels-max", st.rnd, r))
-                              for r, vl in enumerate(parts)]), default=-1) + 1
-        fb = even_bounds(n_fin, self.n_ranges)
-        firsts = self._exchange("first", st.rnd, parts, [None] * (fb.shape[0] - 1),
-                                split=functools.partial(ranged.split_finished, bounds=fb),
-                                serve=ranged.serve_firsts, assemble=ranged.firsts)
-        counts = c.gather([c.submit(ranged.count_firsts, f, key=key("first-count", st.rnd, j))
-                           for j, f in enumerate(firsts)])
-        self.n_components = int(sum(counts))
-        offsets = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
-        pushed = [c.submit(ranged.numbered_parts, f, int(offsets[j]), fb, key=key("numbered", st.rnd, j))
-                  for j, f in enumerate(firsts)]
-        kept = [c.submit(ranged.keep_labels, int(fb[r]), int(fb[r + 1]),
-                         *[c.submit(ranged.numbered_part, p, r, key=key("numbered-part", st.rnd, f"{j}.{r}"))
-                           for j, p in enumerate(pushed)], key=key("numbered-kept", st.rnd, r))
-                for r in range(fb.shape[0] - 1)]
-        return self._exchange("canonical", st.rnd, firsts, kept, split=functools.partial(ranged.split_fids, bounds=fb),
-                              serve=ranged.serve_map, assemble=ranged.final_labels)
+        labels, self.n_components = canonical_labels(self, st.rnd, self.labels_parts)
+        return self.forest_futs, labels
 
     def write_forest(self, st, ids_f):
         """The forest's ids per chunk: gathered in chunk order (ascending), or the rows written per chunk."""
@@ -353,6 +331,36 @@ class PartitionedRun(ResidentRun):
                           for j, vl in enumerate(lab_f)])
         labels = np.concatenate(parts) if parts else np.zeros(0, np.int64)
         return labels, self.n_components
+
+
+def canonical_labels(run, rnd, parts):
+    """Every component numbered by its smallest vertex, range by range: ``(labels per range of
+    vertices, n_components)``.
+
+    ``parts``: each range of vertices' labels (``-(F + 1)``: finished as
+    ``F``).  Each range tells the owners of its finished ids which it holds;
+    the first range (smallest vertices) to hold an id numbers it, in order of
+    first appearance, from a prefix sum of the ranges' counts; the owners
+    keep the numbers and every range asks them for its own.
+    """
+    c, key = run.client, run.builder.key
+    n_fin = max(c.gather([c.submit(_max_finished, vl, key=key("labels-max", rnd, r))
+                          for r, vl in enumerate(parts)]), default=-1) + 1
+    fb = even_bounds(n_fin, run.n_ranges)
+    firsts = run._exchange("first", rnd, parts, [None] * (fb.shape[0] - 1),
+                           split=functools.partial(ranged.split_finished, bounds=fb),
+                           serve=ranged.serve_firsts, assemble=ranged.firsts)
+    counts = c.gather([c.submit(ranged.count_firsts, f, key=key("first-count", rnd, j)) for j, f in enumerate(firsts)])
+    offsets = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+    pushed = [c.submit(ranged.numbered_parts, f, int(offsets[j]), fb, key=key("numbered", rnd, j))
+              for j, f in enumerate(firsts)]
+    kept = [c.submit(ranged.keep_labels, int(fb[r]), int(fb[r + 1]),
+                     *[c.submit(ranged.numbered_part, p, r, key=key("numbered-part", rnd, f"{j}.{r}"))
+                       for j, p in enumerate(pushed)], key=key("numbered-kept", rnd, r))
+            for r in range(fb.shape[0] - 1)]
+    labels = run._exchange("canonical", rnd, firsts, kept, split=functools.partial(ranged.split_fids, bounds=fb),
+                           serve=ranged.serve_map, assemble=ranged.final_labels)
+    return labels, int(sum(counts))
 
 
 def _max_finished(vl):
