@@ -85,12 +85,17 @@ def _compact(ids, n):
     return ids.astype(np.int32 if n <= _I32 else np.int64, copy=False)
 
 
-def prepare(raw, offset, n_vertices, bounds):
-    """A raw chunk as a :class:`Block` (plain form, host, edges in the ``(key, eid)`` order) and its
-    candidates for the ranges of ``bounds``."""
+def _sorted_chunk(raw, offset, n_vertices):
+    """A raw chunk in plain form on the host, self-loops dropped, edges in the ``(key, eid)`` order."""
     ch = host_kernels().prepare(tuple(to_host(a) for a in raw[:3]), offset, n_vertices)
     u, v, key, eid = vr.sort_edges(*ch.edges())
-    chunk = Chunk(_compact(u, n_vertices), _compact(v, n_vertices), key, eid, packing=ch.packing)
+    return Chunk(_compact(u, n_vertices), _compact(v, n_vertices), key, eid, packing=ch.packing)
+
+
+def prepare(raw, offset, n_vertices, bounds):
+    """A raw chunk as a :class:`Block` and its candidates for the ranges of ``bounds``."""
+    chunk = _sorted_chunk(raw, offset, n_vertices)
+    u, v, key, eid = chunk.edges()
     ids, lu, lv = vr.local_ids(u, v)
     return Block(chunk, []), vr.split_candidates(vr.cheapest_sorted(ids, lu, lv, u, v, key, eid), bounds)
 
@@ -98,10 +103,7 @@ def prepare(raw, offset, n_vertices, bounds):
 def prepare_resumed(raw, offset, n_vertices, forest):
     """(a resumed run) A raw chunk as a :class:`Block` over the original vertex ids, holding the forest
     ids saved for it; :func:`filter_block`, given the saved labels, relabels it."""
-    ch = host_kernels().prepare(tuple(to_host(a) for a in raw[:3]), offset, n_vertices)
-    u, v, key, eid = vr.sort_edges(*ch.edges())
-    chunk = Chunk(_compact(u, n_vertices), _compact(v, n_vertices), key, eid, packing=ch.packing)
-    return Block(chunk, [forest] if forest.shape[0] else []), None
+    return Block(_sorted_chunk(raw, offset, n_vertices), [forest] if forest.shape[0] else []), None
 
 
 def merge_range_of(r, lo, hi, *mapped):
