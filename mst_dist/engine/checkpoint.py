@@ -563,8 +563,9 @@ def write_labels_part(directory, r, vl):
 
 def write_forest_part(directory, j, mapped):
     """(partitioned) Write the forest ids found so far of edge chunk ``j`` (``mapped``: its block and candidates)."""
-    parts = [p for p in mapped[0].forest if p.shape[0]]
-    _save(directory, f"forest-{j}.npy", np.sort(np.concatenate(parts)) if parts else np.zeros(0, np.int64))
+    from mst_dist.engine.ranged import forest_of
+
+    _save(directory, f"forest-{j}.npy", forest_of(mapped))
     return True
 
 
