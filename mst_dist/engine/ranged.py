@@ -309,6 +309,98 @@ def forest_of(mapped, *more):
     return np.sort(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
 
 
+# -- local contraction first: what a chunk decides alone, before any round --------------------
+
+
+class LocalPairs(NamedTuple):
+    """The vertices a chunk contracted into another, sorted, cut by the ranges of vertices owning them."""
+
+    vertex: np.ndarray
+    rep: np.ndarray
+    cuts: np.ndarray
+
+    def part(self, r):
+        a, b = self.cuts[r], self.cuts[r + 1]
+        return self.vertex[a:b], self.rep[a:b]
+
+
+def prepare_local(raw, offset, n_vertices):
+    """A raw chunk as a :class:`Block` over the original vertex ids (the requester of the touch exchange)."""
+    return Block(_sorted_chunk(raw, offset, n_vertices), []), None
+
+
+def serve_touch(vl: VertexLabels, *parts):
+    """For each vertex asked, whether the chunk asking is the only one touching it (each asks an id once)."""
+    count = np.zeros(vl.hi - vl.lo, np.int32)
+    for p in parts:
+        count[p - vl.lo] += 1
+    return [count[p - vl.lo] == 1 for p in parts]
+
+
+def interior_of(mapped, split_out, *answers):
+    """``(Block, ids, interior)``: a chunk's sorted distinct ids and which of them no other chunk touches."""
+    return mapped[0], split_out.ids, vr.answers_of(split_out, answers, dtype=bool)
+
+
+def interior_count(touched):
+    return int(np.count_nonzero(touched[2]))
+
+
+def _local_ends(block, ids):
+    u, v, key, eid = block.chunk.edges()
+    return np.searchsorted(ids, np.asarray(u, np.int64)), np.searchsorted(ids, np.asarray(v, np.int64)), key, eid
+
+
+def contract_block(touched, n_vertices, bounds):
+    """Contract a chunk's interior vertices (see the CPU kernels' ``contract_interior``).
+
+    The forest edges found join the block's forest; the edges left are the
+    cut edges, their ends replaced by their representatives (vertices other
+    chunks touch, so no other chunk changes); the vertices contracted into
+    another are returned with their representatives, cut by the ranges of
+    vertices of ``bounds``.  Returns ``(Block, LocalPairs)``.
+    """
+    block, ids, interior = touched
+    lu, lv, key, eid = _local_ends(block, ids)
+    keep, chosen, rep = host_kernels().contract_interior(lu, lv, interior)
+    nu, nv = ids[rep[lu[keep]]], ids[rep[lv[keep]]]
+    chunk = Chunk(_compact(nu, n_vertices), _compact(nv, n_vertices), key[keep], eid[keep],
+                  packing=block.chunk.packing)
+    forest = [np.sort(eid[chosen])] if chosen.shape[0] else []
+    moved = np.flatnonzero(rep != np.arange(ids.shape[0]))
+    vertex = ids[moved]
+    return Block(chunk, forest), LocalPairs(vertex, ids[rep[moved]], np.searchsorted(vertex, bounds))
+
+
+def map_block(touched, bounds):
+    """A chunk not contracted: its candidates for the ranges of ``bounds``, as :func:`prepare` gives them."""
+    block, ids, _ = touched
+    lu, lv, key, eid = _local_ends(block, ids)
+    u, v, _, _ = block.chunk.edges()
+    return block, vr.split_candidates(vr.cheapest_sorted(ids, lu, lv, u, v, key, eid), bounds)
+
+
+def local_pairs_of(r, *contracted):
+    """Range ``r``'s contracted vertices of some chunks (one worker's), with their representatives."""
+    parts = [m[1].part(r) for m in contracted]
+    if not parts:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+
+
+def local_parents(lo, hi, *pairs):
+    """The parents of the vertices ``[lo, hi)`` after local contraction: a contracted vertex's is its
+    representative (a root: it was contracted into nothing), every other vertex is a root."""
+    parent = np.arange(lo, hi, dtype=np.int64)
+    for vertex, rep in pairs:
+        parent[vertex - lo] = rep
+    return RangeParents(lo, hi, parent)
+
+
+def forest_count(mapped):
+    return sum(int(p.shape[0]) for p in mapped[0].forest)
+
+
 # -- the labels of the original vertices ---------------------------------------------------
 
 

@@ -24,10 +24,12 @@ from typing import Any, Callable, Mapping
 from mst_dist import config
 from mst_dist.config import BACKENDS, STREAM_MODES, ConfigError
 
-__all__ = ["RunSpec", "VERTEX_PARTITION_MODES"]
+__all__ = ["RunSpec", "VERTEX_PARTITION_MODES", "LOCAL_CONTRACTION_MODES"]
 
 #: Whether a run's per-vertex state is cut into ranges over the workers (``vertex_partition=``).
 VERTEX_PARTITION_MODES = ("auto", "always", "never")
+#: Whether a partitioned run first contracts each chunk's interior vertices (``local_contraction=``).
+LOCAL_CONTRACTION_MODES = ("auto", "always", "never")
 
 
 def _fail(name, message):
@@ -80,6 +82,10 @@ class RunSpec:
         Ranges of component ids of a partitioned run (``None``: chosen by the run).
     vertex_base : "auto" or int
         A partitioned run finishes with the centralised rounds at most this many components.
+    local_contraction : {"auto", "always", "never"}
+        Whether a partitioned run first contracts the vertices only one chunk
+        touches, in that chunk ("auto": where at least an eighth of the
+        vertices are such).
     progress : callable or None
         Called with each progress event (not part of the run's identity).
     publish : bool
@@ -107,6 +113,7 @@ class RunSpec:
     vertex_partition: str = "auto"
     vertex_ranges: int | None = None
     vertex_base: int | str = "auto"
+    local_contraction: str = "auto"
     progress: Callable[[dict], Any] | None = field(default=None, compare=False, repr=False)
     publish: bool = True
     gather: bool = True
@@ -136,6 +143,9 @@ class RunSpec:
         vr = self.vertex_ranges
         if vr is not None and not (_is_int(vr) and vr >= 1):
             _fail("vertex_ranges", f"must be a positive integer or None for automatic, got {vr!r}")
+        if self.local_contraction not in LOCAL_CONTRACTION_MODES:
+            _fail("local_contraction", f"unknown mode {self.local_contraction!r}; choose one of "
+                                       f"{', '.join(LOCAL_CONTRACTION_MODES)}")
         vb = self.vertex_base
         if vb != "auto" and not (_is_int(vb) and vb >= 0):
             _fail("vertex_base", f"must be 'auto' or a number of components >= 0, got {vb!r}")
@@ -167,7 +177,8 @@ class RunSpec:
     def build(cls, *, partitions=None, backend="auto", stream=None, local_finish=None, split_every=None,
               light_factor=None, min_degree=None, throughput=None, output=None, labels_output=None,
               checkpoint=None, resume=True, progress=None, publish=True, gather=True,
-              storage_options=None, vertex_partition=None, vertex_ranges=None, vertex_base=None) -> "RunSpec":
+              storage_options=None, vertex_partition=None, vertex_ranges=None, vertex_base=None,
+              local_contraction=None) -> "RunSpec":
         """A spec from keywords, ``None`` meaning the setting's value (``dask.config``, then the defaults).
 
         Raises :class:`~mst_dist.config.ConfigError` (a ``ValueError``)
@@ -192,6 +203,7 @@ class RunSpec:
                    vertex_partition=config.get("vertex-partition", vertex_partition, "auto"),
                    vertex_ranges=config.get("vertex-ranges", vertex_ranges, None),
                    vertex_base=config.get("vertex-base", vertex_base, "auto"),
+                   local_contraction=config.get("local-contraction", local_contraction, "auto"),
                    storage_options=None if storage_options is None else dict(storage_options)
                    if isinstance(storage_options, Mapping) else storage_options)
 

@@ -34,6 +34,7 @@ from mst_dist.engine.placement import pin
 from mst_dist.engine.records import ChunkStats, RoundRecord
 from mst_dist.engine.runs.base import ForestOut
 from mst_dist.engine.runs.kept import KeptForest, keep_frames
+from mst_dist.engine.runs.local_first import contract_locally
 from mst_dist.engine.runs.resident import ResidentRun, rows_from_arrays
 from mst_dist.engine.runs.solver import Solver, wait_on
 from mst_dist.engine.runs.state import SolveState
@@ -103,6 +104,11 @@ class PartitionedRun(ResidentRun):
         saved = self.ckpt.saved if self.ckpt is not None else None
         if saved is not None:
             mapped, labels, bounds, n_comp, finished = self._resume(st, saved)
+        elif self.spec.local_contraction == "always" or (self.spec.local_contraction == "auto"
+                                                         and n > self.vertex_base):
+            mapped, labels, bounds, n_comp, finished = contract_locally(self, st)
+            if st.rnd and self.ckpt is not None:
+                self._save(st, labels, mapped, n_comp, finished)
         else:
             bounds = even_bounds(n, self.n_ranges)
             mapped = [c.submit(ranged.prepare, raw, off, n, bounds, key=self.builder.key("prepare", 0, i),
@@ -118,16 +124,19 @@ class PartitionedRun(ResidentRun):
         st.t_solve = time.perf_counter()
         while n_comp > 0 and n_comp > self.vertex_base and st.edges_left > self.run_plan.local_finish:
             mapped, labels, bounds, n_comp, finished = self._round(st, mapped, labels, bounds, n_comp, finished)
-            st.n_comp = n_comp
             if self.ckpt is not None:
-                self.ckpt.save_parts(st, labels=labels, mapped=mapped, pins=self.pins,
-                                     chunk_bounds=self.chunk_bounds, finished=finished)
+                self._save(st, labels, mapped, n_comp, finished)
         st.n_comp = n_comp
         self.mapped, self.labels_parts = mapped, labels
         base = []
         if n_comp > 0:
             base = self._base_case(st, mapped, finished)
         self.forest_futs = self._forest(mapped, base)
+
+    def _save(self, st, labels, mapped, n_comp, finished):
+        st.n_comp = n_comp
+        self.ckpt.save_parts(st, labels=labels, mapped=mapped, pins=self.pins, chunk_bounds=self.chunk_bounds,
+                             finished=finished)
 
     def _count_edges(self, rnd, mapped):
         c = self.client
@@ -198,39 +207,16 @@ class PartitionedRun(ResidentRun):
                               for r, p in enumerate(parents)])
             if not sum(moved):
                 break
-        counts = c.gather([c.submit(ranged.counts, p, key=key("counts", rnd, r), **rpins[r])
-                           for r, p in enumerate(parents)])
-        roots = np.array([a for a, _ in counts], np.int64)
-        fins = np.array([b for _, b in counts], np.int64)
-        root_off = np.concatenate([[0], np.cumsum(roots)[:-1]])
-        fin_off = finished + np.concatenate([[0], np.cumsum(fins)[:-1]])
-        n_next, finished = int(roots.sum()), finished + int(fins.sum())
-        numbered = [c.submit(ranged.number, p, int(root_off[r]), int(fin_off[r]), key=key("number", rnd, r),
-                             **rpins[r])
-                    for r, p in enumerate(parents)]
-        rmaps = self._exchange("relabel", rnd, parents, numbered,
-                               split=functools.partial(ranged.split_roots, bounds=bounds),
-                               serve=ranged.serve_new_ids, assemble=ranged.relabel,
-                               assemble_kwargs=[{"numbered": m} for m in numbered])
+        rmaps, n_next, finished = self._renumber(rnd, parents, bounds, finished)
         t_contract = time.perf_counter()
         # filter-edges: each chunk asks for its ids' new ids, takes the forest edges of its own edge ids,
         # and maps the next round
         routes = [c.submit(ranged.route_chosen, ch, self.chunk_bounds, key=key("route", rnd, r), **rpins[r])
                   for r, ch in enumerate(chosen)]
-        nxt = even_bounds(n_next, self.n_ranges) if n_next > self.vertex_base else None
         # one task per range and chunk worker takes that worker's chunks' forest ids of the range
         routed = [[c.submit(ranged.pick, rt, js, key=key("routed", rnd, f"{r}.{g}"), **rpins[r])
                    for g, js in enumerate(chunk_groups)] for r, rt in enumerate(routes)]
-        kwargs = [None] * len(mapped)
-        for g, js in enumerate(chunk_groups):
-            for i, j in enumerate(js):
-                kwargs[j] = {"n_next": n_next, "next_bounds": nxt, "chosen_at": i,
-                             "chosen_bundles": [routed[r][g] for r in range(len(routes))]}
-        mapped = self._exchange("filter", rnd, mapped, rmaps, split=functools.partial(ranged.split_ends, bounds=bounds),
-                                serve=ranged.serve_map, assemble=ranged.filter_block, pins=self.pins,
-                                assemble_kwargs=kwargs)
-        labels = self._exchange("labels", rnd, labels, rmaps, split=functools.partial(ranged.split_live, bounds=bounds),
-                                serve=ranged.serve_map, assemble=ranged.follow)
+        mapped, labels, nxt = self._filter(rnd, mapped, labels, rmaps, bounds, n_next, routed)
         edges_before = st.edges_left
         # the edges left and the forest edges found, in one gather (one round trip)
         edges = [c.submit(ranged.edges_in, m, key=key("count", rnd, i), **self.pins[i]) for i, m in enumerate(mapped)]
@@ -245,7 +231,44 @@ class PartitionedRun(ResidentRun):
             wall_seconds=t_end - t0, tasks=0))
         self.events.publish("round", **self.stats.rounds[-1].to_dict())
         st.rnd += 1
-        return mapped, labels, (nxt if nxt is not None else even_bounds(n_next, 1)), n_next, finished
+        return mapped, labels, nxt, n_next, finished
+
+    def _renumber(self, rnd, parents, bounds, finished):
+        """filter-nodes: roots and finished components numbered (a prefix sum of per-range counts), every
+        component's new id asked of its root's owner. ``(round maps per range, n_next, finished)``."""
+        c, key = self.client, self.builder.key
+        rpins = self._range_pins(len(parents))
+        counts = c.gather([c.submit(ranged.counts, p, key=key("counts", rnd, r), **rpins[r])
+                           for r, p in enumerate(parents)])
+        roots = np.array([a for a, _ in counts], np.int64)
+        fins = np.array([b for _, b in counts], np.int64)
+        root_off = np.concatenate([[0], np.cumsum(roots)[:-1]])
+        fin_off = finished + np.concatenate([[0], np.cumsum(fins)[:-1]])
+        numbered = [c.submit(ranged.number, p, int(root_off[r]), int(fin_off[r]), key=key("number", rnd, r),
+                             **rpins[r])
+                    for r, p in enumerate(parents)]
+        rmaps = self._exchange("relabel", rnd, parents, numbered,
+                               split=functools.partial(ranged.split_roots, bounds=bounds),
+                               serve=ranged.serve_new_ids, assemble=ranged.relabel,
+                               assemble_kwargs=[{"numbered": m} for m in numbered])
+        return rmaps, int(roots.sum()), finished + int(fins.sum())
+
+    def _filter(self, rnd, mapped, labels, rmaps, bounds, n_next, routed=None):
+        """filter-edges: each chunk relabelled by the round maps (with its forest edges of ``routed``:
+        per range, per chunk worker) and mapped for the next round; the labels follow.
+        ``(chunks, labels, next bounds)``."""
+        nxt = even_bounds(n_next, self.n_ranges) if n_next > self.vertex_base else None
+        kwargs = [None] * len(mapped)
+        for g, js in enumerate(by_worker(self.pins)):
+            for i, j in enumerate(js):
+                kwargs[j] = {"n_next": n_next, "next_bounds": nxt, "chosen_at": i,
+                             "chosen_bundles": [rt[g] for rt in routed or ()]}
+        mapped = self._exchange("filter", rnd, mapped, rmaps, split=functools.partial(ranged.split_ends, bounds=bounds),
+                                serve=ranged.serve_map, assemble=ranged.filter_block, pins=self.pins,
+                                assemble_kwargs=kwargs)
+        labels = self._exchange("labels", rnd, labels, rmaps, split=functools.partial(ranged.split_live, bounds=bounds),
+                                serve=ranged.serve_map, assemble=ranged.follow)
+        return mapped, labels, (nxt if nxt is not None else even_bounds(n_next, 1))
 
     def _base_case(self, st, mapped, finished):
         """The components left fit one worker: the resident run's solver finishes, its maps end the labels."""

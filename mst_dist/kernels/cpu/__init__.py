@@ -38,7 +38,7 @@ from mst_dist.kernels.cpu.chunk import (  # noqa: E402
 from mst_dist.kernels.cpu.finish import compose_maps, forest_ids, labels  # noqa: E402
 from mst_dist.kernels.cpu.finish import take_rows as _take_rows  # noqa: E402
 from mst_dist.kernels.cpu.phases import (  # noqa: E402
-    contract, filter_edges, filter_nodes, map, merge, sample, split_light)
+    contract, contract_interior, filter_edges, filter_nodes, map, merge, sample, split_light)
 from mst_dist.kernels.cpu.slicing import slice_edges  # noqa: E402
 from mst_dist.kernels.cpu.solve import solve_local, solve_raw  # noqa: E402
 
@@ -49,7 +49,7 @@ __all__ = [
     "forest_ids", "to_device", "synchronize", "first_invalid_edge", "take_rows", "device_memory",
     "kind", "supports_raw_solve", "scratch", "max_chunk_edges", "device_bytes_per_edge", "solve_raw",
     # the kernels' own helpers (not the contract's)
-    "ARENA", "alloc_soa", "empty", "id_dtype", "weight_keys",
+    "ARENA", "alloc_soa", "empty", "id_dtype", "weight_keys", "contract_interior",
 ]
 
 #: The backend's name and array module.

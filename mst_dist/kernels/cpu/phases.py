@@ -12,7 +12,7 @@ from numba import njit, prange
 from mst_dist.kernels.contract import Candidates, Chunk
 from mst_dist.kernels.cpu.arena import alloc_soa, nthreads
 
-__all__ = ["map", "merge", "contract", "filter_nodes", "filter_edges", "split_light", "sample"]
+__all__ = ["map", "merge", "contract", "filter_nodes", "filter_edges", "split_light", "sample", "contract_interior"]
 
 KMAX = np.uint64(0xFFFFFFFFFFFFFFFF)
 
@@ -380,3 +380,67 @@ def filter_nodes(root, has, finished_offset, finish=True):
                            np.int64(n_comp), np.int64(finished_offset), bool(finish), M,
                            np.int64(blocks_for(n_comp)))
     return M, int(n_next), int(n_fin)
+
+
+# -- local contraction: the edges of vertices no other chunk touches ----------------------------------
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _root(parent, x):
+    while parent[x] != x:
+        parent[x] = parent[parent[x]]  # path halving
+        x = parent[x]
+    return x
+
+
+@njit(nogil=True, cache=True)
+def _interior_kruskal(lu, lv, interior):
+    m, k = lu.shape[0], interior.shape[0]
+    parent = np.arange(k)
+    tainted = ~interior
+    chosen = np.empty(m, np.int64)
+    keep = np.empty(m, np.int64)
+    nc = nk = 0
+    for e in range(m):
+        a = _root(parent, lu[e])
+        b = _root(parent, lv[e])
+        if a == b:
+            continue  # both ends joined by lighter forest edges: the heaviest edge of a cycle
+        if tainted[a] and tainted[b]:
+            keep[nk] = e
+            nk += 1
+            continue
+        # one side holds only interior vertices: every edge leaving it is here and this is the lightest
+        if tainted[a] or (not tainted[b] and a < b):
+            parent[b] = a
+        else:
+            parent[a] = b
+        chosen[nc] = e
+        nc += 1
+    rep = np.empty(k, np.int64)
+    for x in range(k):
+        rep[x] = _root(parent, x)
+    return keep[:nk].copy(), chosen[:nc].copy(), rep
+
+
+def contract_interior(lu, lv, interior):
+    """Contract what a chunk decides alone: the forest edges of its interior vertices.
+
+    The edges are in the strict ``(key, eid)`` order, ``lu``/``lv`` each
+    end's index into the chunk's sorted distinct ids, ``interior[x]``
+    whether id ``x`` is touched by no other chunk (every edge at it is
+    here).  Kruskal over the edges, where a union needs one side made only
+    of interior vertices: every edge leaving that side is in the chunk, so
+    the first one met is the side's cheapest and in the minimum spanning
+    forest (the cut property).  Sets holding a vertex that others touch
+    never join each other, so each holds at most one such vertex, its
+    representative; a set of interior vertices only is a whole component of
+    the graph (represented by its smallest id).
+
+    Returns ``(keep, chosen, rep)``: the positions (ascending) of the edges
+    between two sets of the first kind (the cut edges, still to be
+    decided), those of the forest edges found, and each local id's
+    representative (a local id).
+    """
+    return _interior_kruskal(np.ascontiguousarray(lu), np.ascontiguousarray(lv),
+                             np.ascontiguousarray(interior, dtype=np.bool_))

@@ -1,0 +1,94 @@
+"""Local contraction first: what each chunk decides alone, before a partitioned run's rounds.
+
+A vertex that no other chunk touches has every edge at it in one chunk.
+Each chunk asks the owners of its vertices' ranges which of them only it
+touches (the owner counts the chunks asking for each vertex), then contracts
+them by Kruskal's rule where a union needs one side made only of such
+interior vertices (``contract_interior`` of the CPU kernels): every edge
+leaving that side is in the chunk, so the first met is its cheapest and a
+forest edge.  What is left are the cut edges between the vertices other
+chunks touch, under their own ids: no other chunk changes.  The vertices
+contracted are told to the owners of their ranges, numbered away like a
+round's (filter-nodes) and the chunks and labels follow; the rounds then
+start on the cut edges alone.
+
+Chunks cut along ranges of vertices (files sorted by source, grids, road
+networks, locality-ordered ids) have most of their vertices interior, and
+the rounds start with a fraction of them; a random graph has almost none
+(``local_contraction="auto"`` measures that first and contracts only where
+at least :data:`AUTO_SHARE` of the vertices are interior).  Sanders &
+Schimek, "Engineering Massively Parallel MST Algorithms" (IPDPS 2023),
+contract the local edges of each processing element the same way.
+"""
+from __future__ import annotations
+
+import functools
+import time
+
+from mst_dist.engine import ranged
+from mst_dist.engine.exchange import by_worker
+from mst_dist.kernels.vertex_ranges import even_bounds
+from mst_dist.result import RoundStats
+
+#: ``local_contraction="auto"`` contracts when at least this share of the vertices is interior to a chunk.
+AUTO_SHARE = 1 / 8
+
+
+def contract_locally(run, st):
+    """The chunks prepared for the first partitioned round, after local contraction where it is on.
+
+    ``run``: a :class:`~mst_dist.engine.runs.partitioned.PartitionedRun`
+    (its chunks pinned); returns ``(chunks, labels, bounds, components,
+    finished)`` as its rounds take them.  The contraction, when made, is
+    round ``st.rnd`` (mode ``"local-contraction"`` in the stats).
+    """
+    c, key, n, rnd = run.client, run.builder.key, run.g.n_vertices, st.rnd
+    t0 = time.perf_counter()
+    bounds = even_bounds(n, run.n_ranges)
+    rpins = run._range_pins(bounds.shape[0] - 1)
+    labels = [c.submit(ranged.first_labels, int(lo), int(hi), key=key("labels-init", rnd, r), **rpins[r])
+              for r, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:]))]
+    loaded = [c.submit(ranged.prepare_local, raw, off, n, key=key("local-prepare", rnd, i), **run.pins[i])
+              for i, (raw, off) in enumerate(zip(st.raws, st.offsets))]
+    touched = run._exchange("touch", rnd, loaded, labels, split=functools.partial(ranged.split_ends, bounds=bounds),
+                            serve=ranged.serve_touch, assemble=ranged.interior_of, pins=run.pins)
+    J = len(touched)
+    counted = c.gather([c.submit(ranged.interior_count, t, key=key("interior", rnd, i), **run.pins[i])
+                        for i, t in enumerate(touched)]
+                       + [c.submit(ranged.edges_in, t, key=key("local-edges", rnd, i), **run.pins[i])
+                          for i, t in enumerate(touched)])
+    interior, edges_before = sum(counted[:J]), sum(counted[J:])
+    run.stats.vertex_partition.update(interior_vertices=int(interior), local_contraction=False)
+    if (run.spec.local_contraction == "auto" and interior < AUTO_SHARE * n) or not interior:
+        mapped = [c.submit(ranged.map_block, t, bounds, key=key("prepare", rnd, i), **run.pins[i])
+                  for i, t in enumerate(touched)]
+        return mapped, labels, bounds, n, 0
+    run.events.emit(round=rnd, phase="local-contraction", components=n, edges=edges_before)
+    contracted = [c.submit(ranged.contract_block, t, n, bounds, key=key("local-contract", rnd, i), **run.pins[i])
+                  for i, t in enumerate(touched)]
+    # the contracted vertices to the owners of their ranges: one task per range and chunk worker
+    groups = by_worker(run.pins)
+    parents = [c.submit(ranged.local_parents, int(bounds[r]), int(bounds[r + 1]),
+                        *[c.submit(ranged.local_pairs_of, r, *[contracted[j] for j in js],
+                                   key=key("local-pairs", rnd, f"{g}.{r}"), **run.pins[js[0]])
+                          for g, js in enumerate(groups)],
+                        key=key("local-parents", rnd, r), **rpins[r])
+               for r in range(bounds.shape[0] - 1)]
+    rmaps, n_next, finished = run._renumber(rnd, parents, bounds, 0)
+    t_contract = time.perf_counter()
+    mapped, labels, nxt = run._filter(rnd, contracted, labels, rmaps, bounds, n_next)
+    counted = c.gather([c.submit(ranged.edges_in, m, key=key("count", rnd, i), **run.pins[i])
+                        for i, m in enumerate(mapped)]
+                       + [c.submit(ranged.forest_count, m, key=key("forest-count", rnd, i), **run.pins[i])
+                          for i, m in enumerate(contracted)])
+    st.edges_left, n_forest = sum(counted[:J]), sum(counted[J:])
+    t_end = time.perf_counter()
+    run.stats.vertex_partition["local_contraction"] = True
+    run.stats.rounds.append(RoundStats(
+        round=rnd, mode="local-contraction", components_before=n, components_after=n_next,
+        edges_before=edges_before, edges_after=st.edges_left, forest_edges=n_forest,
+        phase_seconds={"contract": t_contract - t0, "filter-edges": t_end - t_contract},
+        wall_seconds=t_end - t0, tasks=0))
+    run.events.publish("round", **run.stats.rounds[-1].to_dict())
+    st.rnd += 1
+    return mapped, labels, nxt, n_next, finished
