@@ -15,6 +15,7 @@ import pytest
 import mst_dist
 from mst_dist import CheckpointMismatchError  # the top-level export
 from mst_dist.engine.checkpoint import MANIFEST, graph_fingerprint
+from support.cases import sorted_grid
 from support.naive import kruskal
 from support.oracle import assert_forest, assert_result, expected
 
@@ -228,6 +229,9 @@ PARTITIONED = {
     "into-the-base-case": (lambda: mst_dist.generate("rmat", seed=3, scale=10, edge_factor=8), 5, 300,
                            dict(phase="map", round=1)),
     "grid": (lambda: mst_dist.generate("grid", rows=30, cols=40, seed=2), 3, 0, dict(phase="map", round=3)),
+    # edges sorted by source: local contraction is round 0, saved before the first partitioned round
+    "after-local-contraction": (lambda: mst_dist.Graph.from_arrays(*sorted_grid(30, 40)[1:], n_vertices=1200), 3, 0,
+                                dict(phase="map", round=1)),
     # stopped as the forest is assembled: the state is the last partitioned round's, no edge left
     "after-the-last-round": (sparse_graph, 4, 0, dict(phase="finish")),
 }

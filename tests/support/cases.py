@@ -112,3 +112,19 @@ class EngineCases:
         check(res, n, src, dst, w)
         for a, b in zip(copies, (src, dst, w)):
             np.testing.assert_array_equal(a, b)  # input never modified
+
+
+def by_source(src, dst, w):
+    """The edges sorted by their smaller end, then the other (as an edge list sorted by source is)."""
+    lo, hi = np.minimum(src, dst), np.maximum(src, dst)
+    order = np.lexsort((hi, lo))
+    return src[order], dst[order], w[order]
+
+
+def sorted_grid(rows, cols, seed=0):
+    """A rows x cols lattice with random integer weights, its edges sorted by source: ``(n, src, dst, w)``."""
+    idx = np.arange(rows * cols, dtype=np.int64).reshape(rows, cols)
+    src = np.concatenate([idx[:, :-1].ravel(), idx[:-1, :].ravel()])
+    dst = np.concatenate([idx[:, 1:].ravel(), idx[1:, :].ravel()])
+    w = np.random.default_rng(seed).integers(1, 50, src.shape[0])  # few weights: many ties
+    return (rows * cols, *by_source(src, dst, w))
