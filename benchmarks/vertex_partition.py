@@ -10,6 +10,10 @@ Two measurements, each on real worker processes (1 thread each), from the reposi
     python -m benchmarks.vertex_partition ceiling --n 134217728 --m 268435456 --workers 8 \\
         --memory 1GiB --chunks 512 --ranges 256 --out vp-ceiling.json
 
+    # local contraction first: a lattice sorted by source, a random geometric graph (strips of the plane,
+    # numbered along them) and a random graph (no locality), partitioned with and without it
+    python -m benchmarks.vertex_partition local --n 2097152 --chunks 16 --out vp-local.json
+
     # graphs that fit one worker, on the embedded default: this version against an earlier one (a
     # checkout, e.g. `git worktree add /tmp/mst-before <commit>`), each in fresh processes, taking turns
     python -m benchmarks.vertex_partition cpu --before /tmp/mst-before --out vp-cpu.json
@@ -39,10 +43,11 @@ def _cluster(workers, memory):
     return cluster, Client(cluster)
 
 
-def _run(graph, client, mode, chunks, ranges, **kw):
+def _run(graph, client, mode, chunks, ranges, contract="auto", base=0, **kw):
     import mst_dist
 
-    settings = {"mst.vertex-base": 0, "mst.vertex-ranges": ranges} if mode == "always" else {}
+    settings = {"mst.vertex-base": base, "mst.vertex-ranges": ranges} if mode == "always" else {}
+    settings["mst.local-contraction"] = contract
     t0 = time.perf_counter()
     with dask.config.set(settings):
         res = mst_dist.minimum_spanning_forest(graph, client, partitions=chunks, local_finish=0,
@@ -57,7 +62,8 @@ PHASES = {"cand": "merge", "merge": "merge", "merged": "merge", "contract": "con
           "rmap": "round map", "route": "filter-edges", "routed": "filter-edges", "filter": "filter-edges",
           "light": "filter-edges", "heavy": "filter-edges", "sample": "filter-edges", "count": "filter-edges",
           "labels": "labels", "map": "map", "edges": "map", "load": "load", "prepare": "load",
-          "compose": "round map", "local": "local"}
+          "compose": "round map", "local": "local", "touch": "local", "interior": "local",
+          "probe": "local"}
 
 
 def by_phase(phase_bytes):
@@ -152,6 +158,58 @@ def ceiling(args):
             "rounds": _rounds(res)}
 
 
+def _local_graphs(n, seed):
+    """The graphs of the local-contraction benchmark: ``(name, Graph)``."""
+    import mst_dist
+
+    side = int(round(n ** 0.5))
+    idx = np.arange(side * side, dtype=np.int64).reshape(side, side)
+    src = np.concatenate([idx[:, :-1].ravel(), idx[:-1, :].ravel()])
+    dst = np.concatenate([idx[:, 1:].ravel(), idx[1:, :].ravel()])
+    order = np.lexsort((dst, src))  # as a road network's file lists its arcs: by source
+    w = np.random.default_rng(seed).integers(1, 1000, src.shape[0])
+    grid = mst_dist.Graph.from_arrays(src[order], dst[order], w, n_vertices=side * side)
+    radius = (6 / (np.pi * n)) ** 0.5  # about 6 neighbours a point
+    return [(f"grid {side}x{side} by source", grid),
+            ("random_geometric", mst_dist.generate("random_geometric", seed=seed, n=n, radius=radius)),
+            ("erdos_renyi m=4n", mst_dist.generate("erdos_renyi", seed=seed, n=n, m=4 * n))]
+
+
+def local(args):
+    """Partitioned runs with and without local contraction first, beside the centralised rounds."""
+    out = []
+    cluster, client = _cluster(args.workers, args.memory)
+    try:
+        for name, g in _local_graphs(args.n, args.seed):
+            ref = None
+            # every round partitioned (vertex-base 0), and the centralised base case once 1/16 of the
+            # vertices are left (as where one worker holds a sixteenth of the per-vertex state)
+            runs = [("centralised", "never", "never", 0)] + [
+                (f"partitioned, base {base}{', contracted first' if contract == 'auto' else ''}", "always",
+                 contract, base) for base in (0, g.n_vertices // 16) for contract in ("never", "auto")]
+            for label, mode, contract, base in runs:
+                res, seconds = _run(g, client, mode, args.chunks, args.ranges or 2 * args.workers, contract, base)
+                if ref is None:
+                    ref = res.edge_ids
+                assert np.array_equal(res.edge_ids, ref), f"{name}: forests differ"
+                first = res.stats.rounds[0] if res.stats.rounds else None
+                vp = res.stats.vertex_partition or {}
+                out.append({"graph": name, "n": g.n_vertices, "m": g.n_edges, "run": label, "seconds": seconds,
+                            "bytes_moved": res.stats.bytes_moved, "rounds": _rounds(res),
+                            "interior_vertices": vp.get("interior_vertices"),
+                            "interior_estimate": vp.get("interior_estimate"),
+                            "contracted": bool(vp.get("local_contraction")),
+                            "after_first": None if first is None else [first.components_after, first.edges_after]})
+                print(f"{name} (n={g.n_vertices}, m={g.n_edges}) {label}: {seconds:.1f} s, "
+                      f"{res.stats.bytes_moved / 2**20:.0f} MiB moved, {len(res.stats.rounds)} rounds, interior "
+                      f"{vp.get('interior_vertices')} (estimate {vp.get('interior_estimate')}), first round left "
+                      f"{out[-1]['after_first']}", flush=True)
+    finally:
+        client.close()
+        cluster.close()
+    return {"workers": args.workers, "chunks": args.chunks, "runs": out}
+
+
 _CHILD = r"""
 import hashlib, json, sys, time
 import mst_dist
@@ -213,6 +271,14 @@ def main(argv=None):
         s.add_argument("--memory", default="4GiB")
         s.add_argument("--seed", type=int, default=1)
         s.add_argument("--out", default=None)
+    loc = sub.add_parser("local")
+    loc.add_argument("--n", type=int, default=2**21)
+    loc.add_argument("--chunks", type=int, default=16)
+    loc.add_argument("--ranges", type=int, default=None)
+    loc.add_argument("--workers", type=int, default=4)
+    loc.add_argument("--memory", default="4GiB")
+    loc.add_argument("--seed", type=int, default=1)
+    loc.add_argument("--out", default=None)
     sub.choices["ceiling"].add_argument("--workers", type=int, default=8)
     sub.choices["ceiling"].add_argument("--no-single", action="store_true")
     c = sub.add_parser("cpu")
@@ -222,7 +288,7 @@ def main(argv=None):
     c.add_argument("--only", default=None, help="graphs of the CPU benchmark to run (comma-separated names)")
     c.add_argument("--out", default=None)
     args = p.parse_args(argv)
-    result = {"bytes": bytes_moved, "ceiling": ceiling, "cpu": cpu}[args.what](args)
+    result = {"bytes": bytes_moved, "ceiling": ceiling, "cpu": cpu, "local": local}[args.what](args)
     if args.out:
         with open(args.out, "w") as f:
             json.dump(result, f, indent=1)

@@ -19,7 +19,9 @@ class RoundStats:
     ``mode`` is ``"distributed"`` for a round run as Dask tasks over all edge
     chunks, ``"local"`` for the rounds of the final single-task solve (one
     entry per round of that solve), ``"filter"`` for a light-edge pass's
-    boundary.  ``phase_seconds`` holds kernel time per phase; ``wall_seconds``
+    boundary, ``"partitioned"`` for a round whose per-vertex state is cut
+    into ranges, ``"local-contraction"`` for a partitioned run's first step
+    (each chunk contracting the vertices only it touches).  ``phase_seconds`` holds kernel time per phase; ``wall_seconds``
     is the round as seen by the driver, so ``wall - sum(phases)`` is the
     scheduling overhead.  ``bytes_moved`` counts the bytes of task results
     consumed by tasks of the next phase (candidates, round maps, gathered

@@ -59,7 +59,11 @@ class RangeParents(NamedTuple):
     lo: int
     hi: int
     parent: np.ndarray
-    changed: int = 0        #: pointers that moved in the last jump
+    done: np.ndarray | None = None  #: whether ``parent[c - lo]`` is a root (or ``c`` finished)
+
+    def pending(self):
+        """How many pointers are not at a root yet."""
+        return 0 if self.done is None else int(self.done.shape[0] - np.count_nonzero(self.done))
 
 
 class RangeMap(NamedTuple):
@@ -94,10 +98,15 @@ def _sorted_chunk(raw, offset, n_vertices):
 
 def prepare(raw, offset, n_vertices, bounds):
     """A raw chunk as a :class:`Block` and its candidates for the ranges of ``bounds``."""
-    chunk = _sorted_chunk(raw, offset, n_vertices)
-    u, v, key, eid = chunk.edges()
+    return map_loaded((Block(_sorted_chunk(raw, offset, n_vertices), []), None), bounds)
+
+
+def map_loaded(mapped, bounds):
+    """A prepared :class:`Block` (first of ``mapped``) and its candidates for the ranges of ``bounds``."""
+    block = mapped[0]
+    u, v, key, eid = block.chunk.edges()
     ids, lu, lv = vr.local_ids(u, v)
-    return Block(chunk, []), vr.split_candidates(vr.cheapest_sorted(ids, lu, lv, u, v, key, eid), bounds)
+    return block, vr.split_candidates(vr.cheapest_sorted(ids, lu, lv, u, v, key, eid), bounds)
 
 
 def prepare_resumed(raw, offset, n_vertices, forest):
@@ -156,7 +165,10 @@ def hook(cand: RangeCandidates, split_out, *answers):
     roots = mutual & (cand.comp < cand.other)
     parent[cand.comp[roots] - lo] = cand.comp[roots]
     chosen = np.sort(cand.eid[~(mutual & (cand.comp > cand.other))])
-    return RangeParents(lo, hi, parent), chosen
+    # a root's pointer (to itself) and a finished component's are done; the others are known to point at a
+    # root only once its owner says so
+    done = (parent < 0) | (parent == np.arange(lo, hi))
+    return RangeParents(lo, hi, parent, done), chosen
 
 
 def parents_of(hooked):
@@ -171,27 +183,31 @@ def chosen_of(hooked):
 
 
 def split_parents(rp: RangeParents, bounds):
-    """Ask for the parent of each parent."""
-    ids = np.unique(rp.parent[rp.parent >= 0])
+    """Ask for the parent of each parent not known to be a root."""
+    ids = np.unique(rp.parent[~rp.done])
     return vr.cut_sorted(ids, bounds)
 
 
 def serve_parents(rp: RangeParents, *parts):
-    return [rp.parent[p - rp.lo] for p in parts]
+    """Each asked component's parent, and whether that parent is a root, in one int64: ``2 parent + done``."""
+    return [2 * rp.parent[p - rp.lo] + rp.done[p - rp.lo] for p in parts]
 
 
 def jump(rp: RangeParents, split_out, *answers):
-    """``parent <- parent[parent]`` over one range; ``changed`` counts the pointers that moved."""
+    """``parent <- parent[parent]`` over the pointers not at a root yet; a pointer is then at a root where
+    the parent's was.  Pointer jumping ends when every pointer is: no last exchange that moves nothing."""
     ids = split_out.ids
-    grand = vr.answers_of(split_out, answers)
-    live = rp.parent >= 0
-    new = rp.parent.copy()
-    new[live] = grand[np.searchsorted(ids, rp.parent[live])]
-    return RangeParents(rp.lo, rp.hi, new, int(np.count_nonzero(new != rp.parent)))
+    got = vr.answers_of(split_out, answers)
+    todo = np.flatnonzero(~rp.done)
+    at = got[np.searchsorted(ids, rp.parent[todo])]
+    new, done = rp.parent.copy(), rp.done.copy()
+    new[todo] = at >> 1
+    done[todo] = (at & 1).astype(bool)
+    return RangeParents(rp.lo, rp.hi, new, done)
 
 
-def changed(rp: RangeParents):
-    return rp.changed
+def pending(rp: RangeParents):
+    return rp.pending()
 
 
 # -- contract: numbering (filter-nodes) ---------------------------------------------------
@@ -337,6 +353,17 @@ def serve_touch(vl: VertexLabels, *parts):
     return [count[p - vl.lo] == 1 for p in parts]
 
 
+def split_sampled(mapped, bounds, step):
+    """A chunk's vertices that are multiples of ``step`` (a sample, to estimate how many are interior)."""
+    ids = split_ends(mapped, bounds).ids
+    return vr.cut_sorted(ids[ids % step == 0], bounds)
+
+
+def count_interior(mapped, split_out, *answers):
+    """How many of the vertices asked only this chunk touches."""
+    return int(np.count_nonzero(vr.answers_of(split_out, answers, dtype=bool)))
+
+
 def interior_of(mapped, split_out, *answers):
     """``(Block, ids, interior)``: a chunk's sorted distinct ids and which of them no other chunk touches."""
     return mapped[0], split_out.ids, vr.answers_of(split_out, answers, dtype=bool)
@@ -370,14 +397,6 @@ def contract_block(touched, n_vertices, bounds):
     moved = np.flatnonzero(rep != np.arange(ids.shape[0]))
     vertex = ids[moved]
     return Block(chunk, forest), LocalPairs(vertex, ids[rep[moved]], np.searchsorted(vertex, bounds))
-
-
-def map_block(touched, bounds):
-    """A chunk not contracted: its candidates for the ranges of ``bounds``, as :func:`prepare` gives them."""
-    block, ids, _ = touched
-    lu, lv, key, eid = _local_ends(block, ids)
-    u, v, _, _ = block.chunk.edges()
-    return block, vr.split_candidates(vr.cheapest_sorted(ids, lu, lv, u, v, key, eid), bounds)
 
 
 def local_pairs_of(r, *contracted):

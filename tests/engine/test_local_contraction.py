@@ -90,15 +90,18 @@ def test_grid_shapes(client2, partitions, ranges):
 
 
 def test_auto_leaves_a_random_graph_alone(client2):
-    """Hardly a vertex of a random graph is interior to one of its chunks: auto measures it and goes on
-    with the rounds (never does not even ask)."""
-    g = mst_dist.generate("erdos_renyi", seed=4, n=2000, m=8000)
+    """Hardly a vertex of a random graph is interior to one of its chunks: auto estimates it from a sample
+    of the vertices and goes on with the rounds (never does not even ask)."""
+    g = mst_dist.generate("erdos_renyi", seed=4, n=20000, m=80000)
     res = run(g, client2, mode="auto")
     vp = res.stats.vertex_partition
-    assert not vp["local_contraction"] and vp["interior_vertices"] < 2000 / 8
+    assert not vp["local_contraction"] and vp["interior_estimate"] < 20000 / 8 and "interior_vertices" not in vp
     assert res.stats.rounds[0].mode == "partitioned"
+    exact = run(g, client2, mode="always")  # counted in full: few, as estimated
+    assert exact.stats.vertex_partition["interior_vertices"] < 20000 / 8
     ref = run(g, client2, mode="never")
-    assert "interior_vertices" not in ref.stats.vertex_partition
+    assert "interior_estimate" not in ref.stats.vertex_partition
+    np.testing.assert_array_equal(exact.edge_ids, ref.edge_ids)
     np.testing.assert_array_equal(res.edge_ids, ref.edge_ids)
 
 

@@ -15,8 +15,9 @@ start on the cut edges alone.
 Chunks cut along ranges of vertices (files sorted by source, grids, road
 networks, locality-ordered ids) have most of their vertices interior, and
 the rounds start with a fraction of them; a random graph has almost none
-(``local_contraction="auto"`` measures that first and contracts only where
-at least :data:`AUTO_SHARE` of the vertices are interior).  Sanders &
+(``local_contraction="auto"`` estimates that first from a sample of the
+vertices, and contracts only where at least :data:`AUTO_SHARE` of them are
+interior).  Sanders &
 Schimek, "Engineering Massively Parallel MST Algorithms" (IPDPS 2023),
 contract the local edges of each processing element the same way.
 """
@@ -32,6 +33,8 @@ from mst_dist.result import RoundStats
 
 #: ``local_contraction="auto"`` contracts when at least this share of the vertices is interior to a chunk.
 AUTO_SHARE = 1 / 8
+#: ``"auto"`` estimates that share from the vertices that are multiples of this.
+PROBE_STEP = 64
 
 
 def contract_locally(run, st):
@@ -50,8 +53,19 @@ def contract_locally(run, st):
               for r, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:]))]
     loaded = [c.submit(ranged.prepare_local, raw, off, n, key=key("local-prepare", rnd, i), **run.pins[i])
               for i, (raw, off) in enumerate(zip(st.raws, st.offsets))]
-    touched = run._exchange("touch", rnd, loaded, labels, split=functools.partial(ranged.split_ends, bounds=bounds),
-                            serve=ranged.serve_touch, assemble=ranged.interior_of, pins=run.pins)
+    split = functools.partial(ranged.split_ends, bounds=bounds)
+    if run.spec.local_contraction == "auto":
+        # a sample of the vertices first: a random graph, with hardly any interior vertex, pays for 1/64 of
+        # the full count
+        probe = run._exchange("probe", rnd, loaded, labels, serve=ranged.serve_touch, assemble=ranged.count_interior,
+                              split=functools.partial(ranged.split_sampled, bounds=bounds, step=PROBE_STEP),
+                              pins=run.pins)
+        estimate = sum(c.gather(probe)) * PROBE_STEP
+        run.stats.vertex_partition.update(interior_estimate=int(estimate), local_contraction=False)
+        if estimate < AUTO_SHARE * n:
+            return _uncontracted(run, rnd, loaded, labels, bounds)
+    touched = run._exchange("touch", rnd, loaded, labels, split=split, serve=ranged.serve_touch,
+                            assemble=ranged.interior_of, pins=run.pins)
     J = len(touched)
     counted = c.gather([c.submit(ranged.interior_count, t, key=key("interior", rnd, i), **run.pins[i])
                         for i, t in enumerate(touched)]
@@ -59,10 +73,8 @@ def contract_locally(run, st):
                           for i, t in enumerate(touched)])
     interior, edges_before = sum(counted[:J]), sum(counted[J:])
     run.stats.vertex_partition.update(interior_vertices=int(interior), local_contraction=False)
-    if (run.spec.local_contraction == "auto" and interior < AUTO_SHARE * n) or not interior:
-        mapped = [c.submit(ranged.map_block, t, bounds, key=key("prepare", rnd, i), **run.pins[i])
-                  for i, t in enumerate(touched)]
-        return mapped, labels, bounds, n, 0
+    if not interior:
+        return _uncontracted(run, rnd, touched, labels, bounds)
     run.events.emit(round=rnd, phase="local-contraction", components=n, edges=edges_before)
     contracted = [c.submit(ranged.contract_block, t, n, bounds, key=key("local-contract", rnd, i), **run.pins[i])
                   for i, t in enumerate(touched)]
@@ -92,3 +104,11 @@ def contract_locally(run, st):
     run.events.publish("round", **run.stats.rounds[-1].to_dict())
     st.rnd += 1
     return mapped, labels, nxt, n_next, finished
+
+
+def _uncontracted(run, rnd, loaded, labels, bounds):
+    """No contraction: the chunks mapped for the first round as they are."""
+    c, key = run.client, run.builder.key
+    mapped = [c.submit(ranged.map_loaded, m, bounds, key=key("prepare", rnd, i), **run.pins[i])
+              for i, m in enumerate(loaded)]
+    return mapped, labels, bounds, run.g.n_vertices, 0

@@ -197,16 +197,14 @@ class PartitionedRun(ResidentRun):
                                 serve=ranged.serve_edge_ids, assemble=ranged.hook)
         parents = [c.submit(ranged.parents_of, h, key=key("parents", rnd, r), **rpins[r]) for r, h in enumerate(hooked)]
         chosen = [c.submit(ranged.chosen_of, h, key=key("chosen", rnd, r), **rpins[r]) for r, h in enumerate(hooked)]
-        jumps = 0
-        while True:
+        jumps, pending = 0, 1  # after hooking, some component points at a non-root unless all are roots
+        while pending:
             parents = self._exchange("jump", rnd, parents, parents,
                                      split=functools.partial(ranged.split_parents, bounds=bounds),
                                      serve=ranged.serve_parents, assemble=ranged.jump)
             jumps += 1
-            moved = c.gather([c.submit(ranged.changed, p, key=key("jumped", rnd, f"{jumps}.{r}"), **rpins[r])
-                              for r, p in enumerate(parents)])
-            if not sum(moved):
-                break
+            pending = sum(c.gather([c.submit(ranged.pending, p, key=key("jumped", rnd, f"{jumps}.{r}"), **rpins[r])
+                                    for r, p in enumerate(parents)]))
         rmaps, n_next, finished = self._renumber(rnd, parents, bounds, finished)
         t_contract = time.perf_counter()
         # filter-edges: each chunk asks for its ids' new ids, takes the forest edges of its own edge ids,
