@@ -43,6 +43,51 @@ def _cluster(workers, memory):
     return cluster, Client(cluster)
 
 
+class WorkerPeaks:
+    """The largest resident set each process under this one reached (a worker, a nanny), sampled every
+    0.1 s from a thread: ``peak()`` is the largest of them, ``idle`` what the largest was at the start."""
+
+    def __init__(self, interval=0.1):
+        import threading
+
+        import psutil
+
+        self._me, self._interval, self._stop = psutil.Process(), interval, threading.Event()
+        self.peaks = {}
+        self.idle = max(self._sample().values(), default=0)
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def _sample(self):
+        import psutil
+
+        out = {}
+        for p in self._me.children(recursive=True):
+            try:
+                out[p.pid] = p.memory_info().rss
+            except psutil.Error:
+                pass
+        return out
+
+    def _loop(self):
+        while not self._stop.wait(self._interval):
+            for pid, rss in self._sample().items():
+                self.peaks[pid] = max(self.peaks.get(pid, 0), rss)
+
+    def __enter__(self):
+        self.peaks = {}
+        self._stop.clear()
+        self._thread = type(self._thread)(target=self._loop, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+    def peak(self):
+        return max(self.peaks.values(), default=0)
+
+
 def _run(graph, client, mode, chunks, ranges, contract="auto", base=0, **kw):
     import mst_dist
 
@@ -99,21 +144,25 @@ def bytes_moved(args):
     g = mst_dist.generate("erdos_renyi", seed=args.seed, n=args.n, m=args.m)
     out, ref = [], None
     for workers in (4, 8):
-        cluster, client = _cluster(workers, args.memory)
-        try:
-            for mode in ("never", "always"):
-                res, seconds = _run(g, client, mode, args.chunks, args.ranges or 2 * workers)
-                if ref is None:
-                    ref = res.edge_ids
-                assert np.array_equal(res.edge_ids, ref), "forests differ"
-                out.append({"workers": workers, "mode": mode, "seconds": seconds,
-                            "bytes_moved": res.stats.bytes_moved, "rounds": _rounds(res)})
-                print(f"{workers} workers, vertex_partition={mode}: {seconds:.1f} s, "
-                      f"{res.stats.bytes_moved / 2**20:.0f} MiB moved", flush=True)
-                print_rounds(out[-1]["rounds"])
-        finally:
-            client.close()
-            cluster.close()
+        for mode in ("never", "always"):
+            cluster, client = _cluster(workers, args.memory)  # a fresh cluster: each run's peak its own
+            try:
+                client.run(lambda: __import__("mst_dist.kernels.cpu"))  # the kernels loaded before the idle size
+                with WorkerPeaks() as peaks:
+                    res, seconds = _run(g, client, mode, args.chunks, args.ranges or 2 * workers)
+            finally:
+                client.close()
+                cluster.close()
+            if ref is None:
+                ref = res.edge_ids
+            assert np.array_equal(res.edge_ids, ref), "forests differ"
+            out.append({"workers": workers, "mode": mode, "seconds": seconds,
+                        "bytes_moved": res.stats.bytes_moved, "rounds": _rounds(res),
+                        "worker_peak_bytes": peaks.peak(), "worker_idle_bytes": peaks.idle})
+            print(f"{workers} workers, vertex_partition={mode}: {seconds:.1f} s, "
+                  f"{res.stats.bytes_moved / 2**20:.0f} MiB moved, largest worker {peaks.peak() / 2**20:.0f} MiB "
+                  f"(idle {peaks.idle / 2**20:.0f} MiB)", flush=True)
+            print_rounds(out[-1]["rounds"])
     for mode in ("never", "always"):
         a, b = (next(r for r in out if r["workers"] == w and r["mode"] == mode) for w in (4, 8))
         print(f"{mode}: bytes moved 8 / 4 workers = {b['bytes_moved'] / max(1, a['bytes_moved']):.2f}x")
@@ -158,11 +207,11 @@ def ceiling(args):
             "rounds": _rounds(res)}
 
 
-def _local_graphs(n, seed):
-    """The graphs of the local-contraction benchmark: ``(name, Graph)``."""
+def _local_graphs(n, seed, which=("grid", "random_geometric", "erdos_renyi")):
+    """The graphs of the local-contraction benchmark: ``(name, Graph)``, those of ``which``."""
     import mst_dist
 
-    side = int(round(n ** 0.5))
+    side = int(round(n ** 0.5)) if "grid" in which else 0
     idx = np.arange(side * side, dtype=np.int64).reshape(side, side)
     src = np.concatenate([idx[:, :-1].ravel(), idx[:-1, :].ravel()])
     dst = np.concatenate([idx[:, 1:].ravel(), idx[1:, :].ravel()])
@@ -170,9 +219,11 @@ def _local_graphs(n, seed):
     w = np.random.default_rng(seed).integers(1, 1000, src.shape[0])
     grid = mst_dist.Graph.from_arrays(src[order], dst[order], w, n_vertices=side * side)
     radius = (6 / (np.pi * n)) ** 0.5  # about 6 neighbours a point
-    return [(f"grid {side}x{side} by source", grid),
-            ("random_geometric", mst_dist.generate("random_geometric", seed=seed, n=n, radius=radius)),
-            ("erdos_renyi m=4n", mst_dist.generate("erdos_renyi", seed=seed, n=n, m=4 * n))]
+    graphs = {"grid": lambda: (f"grid {side}x{side} by source", grid),
+              "random_geometric": lambda: ("random_geometric",
+                                           mst_dist.generate("random_geometric", seed=seed, n=n, radius=radius)),
+              "erdos_renyi": lambda: ("erdos_renyi m=4n", mst_dist.generate("erdos_renyi", seed=seed, n=n, m=4 * n))}
+    return [graphs[w]() for w in which]
 
 
 def local(args):
@@ -180,7 +231,7 @@ def local(args):
     out = []
     cluster, client = _cluster(args.workers, args.memory)
     try:
-        for name, g in _local_graphs(args.n, args.seed):
+        for name, g in _local_graphs(args.n, args.seed, args.graphs.split(",")):
             ref = None
             # every round partitioned (vertex-base 0), and the centralised base case once 1/16 of the
             # vertices are left (as where one worker holds a sixteenth of the per-vertex state)
@@ -278,6 +329,7 @@ def main(argv=None):
     loc.add_argument("--workers", type=int, default=4)
     loc.add_argument("--memory", default="4GiB")
     loc.add_argument("--seed", type=int, default=1)
+    loc.add_argument("--graphs", default="grid,random_geometric,erdos_renyi", help="which of the graphs, by name")
     loc.add_argument("--out", default=None)
     sub.choices["ceiling"].add_argument("--workers", type=int, default=8)
     sub.choices["ceiling"].add_argument("--no-single", action="store_true")

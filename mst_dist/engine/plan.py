@@ -20,6 +20,17 @@ STREAM_CHUNK_EDGES = 1 << 22
 #: Worker bytes per edge of a streaming pass's slice while it is solved: the compact chunk (24),
 #: the kept rows (24), the single-task solve's copy and scratch.
 SLICE_BYTES_PER_EDGE = 80
+#: Bytes per vertex a streaming run holds on the worker that solves its slices, beside
+#: STREAM_THREAD_VERTEX_BYTES per thread of that worker: the vertex map, the solve's parents,
+#: round maps and chosen ids, and the scratch its kernels keep from pass to pass.  With the
+#: slice's bytes, :func:`stream_memory` is above the peaks measured of R-MAT 24, 26 and 27
+#: streamed on one 2-thread worker (2.96, 9.71, 17.5 GiB) by 10% to 23%.
+STREAM_VERTEX_BYTES = 85
+#: Bytes per vertex and thread of that worker: the solve's per-thread cheapest-edge arrays.
+STREAM_THREAD_VERTEX_BYTES = 20
+#: Bytes per edge of a streaming run's slice while it is solved: its chunks, their rows, the
+#: solve's copy.
+STREAM_SLICE_EDGE_BYTES = 56
 #: Edges per chunk above which a CPU cluster gets more chunks than worker threads.
 CPU_CHUNK_EDGES = 16_000_000
 #: Edges per chunk above which a GPU worker gets more than one chunk.
@@ -94,3 +105,10 @@ def should_stream(mode, graph, total_memory) -> bool:
 def slice_budget(total_memory) -> int:
     """Most edges one slice of a streaming run may keep: a quarter of the workers' memory."""
     return max(1, int(total_memory) // (4 * SLICE_BYTES_PER_EDGE))
+
+
+def stream_memory(n_vertices, n_edges, threads, total_memory) -> int:
+    """Bytes a streaming run needs on the worker that solves its slices (``threads``: that worker's):
+    per vertex, and a slice of at most :func:`slice_budget` edges."""
+    per_vertex = STREAM_VERTEX_BYTES + STREAM_THREAD_VERTEX_BYTES * max(1, int(threads))
+    return int(n_vertices) * per_vertex + min(slice_budget(total_memory), int(n_edges)) * STREAM_SLICE_EDGE_BYTES

@@ -32,7 +32,7 @@ from mst_dist.engine.keys import new_token
 from mst_dist.engine.plan import should_stream
 from mst_dist.engine.runs.base import Run
 from mst_dist.engine.runs.checkpointing import RunCheckpoint
-from mst_dist.engine.runs.connect import ClusterLayout, check_vertex_memory, connect
+from mst_dist.engine.runs.connect import ClusterLayout, check_stream_memory, check_vertex_memory, connect
 from mst_dist.engine.runs.partitioned import PartitionedRun
 from mst_dist.engine.runs.resident import ResidentRun
 from mst_dist.engine.runs.streaming import StreamingRun
@@ -75,6 +75,8 @@ def choose_kind(spec, graph, cluster: ClusterLayout, ckpt: RunCheckpoint | None)
                               "vertex_partition='auto'", key="vertex_partition")
         return PartitionedRun.kind
     check_vertex_memory(graph, cluster.max_memory)
+    if streams:
+        check_stream_memory(graph, cluster)
     return StreamingRun.kind if streams else ResidentRun.kind
 
 

@@ -52,6 +52,24 @@ def check_vertex_memory(graph, memory):
             source=graph.name)
 
 
+def check_stream_memory(graph, cluster):
+    """Refuse a streaming run whose vertices would not fit the worker that solves its slices (see
+    :func:`~mst_dist.engine.plan.stream_memory`; an unknown memory limit is not checked)."""
+    from mst_dist.engine.plan import stream_memory
+
+    memory = cluster.max_memory
+    threads = -(-cluster.threads // max(1, cluster.n_workers))
+    need = stream_memory(graph.n_vertices, graph.n_edges, threads, cluster.total_memory)
+    if memory and need > memory:
+        raise InvalidGraphError(
+            f"n_vertices = {graph.n_vertices}, streamed, would need about {human_bytes(need)} on the worker that "
+            f"solves each slice of the edges (its per-vertex arrays with {threads} threads, and the slice), more "
+            f"than the largest worker has ({human_bytes(memory)}); it is refused before any work: use a worker "
+            f"with more memory or fewer threads, or spread the vertices over a cluster whose memory holds the "
+            f"edges (about 70 bytes an edge) with vertex_partition='always' and stream='never'",
+            source=graph.name)
+
+
 def _workers(client):
     workers = scheduler_workers(client)
     if not workers:

@@ -1,0 +1,62 @@
+"""A streaming run whose vertices would not fit the worker that solves its slices is refused before any work."""
+import numpy as np
+import pytest
+from distributed import Client, LocalCluster
+
+import mst_dist
+from mst_dist.engine.plan import (STREAM_SLICE_EDGE_BYTES, STREAM_THREAD_VERTEX_BYTES, STREAM_VERTEX_BYTES,
+                                  slice_budget, stream_memory)
+from mst_dist.engine.runs import choose_kind
+from mst_dist.engine.runs.connect import ClusterLayout
+from mst_dist.engine.spec import RunSpec
+from mst_dist.errors import InvalidGraphError
+
+GiB = 2**30
+
+
+def _layout(memory, threads=2, workers=1):
+    names = tuple(f"w{i}" for i in range(workers))
+    return ClusterLayout(workers=names, threads=threads * workers, kinds=dict.fromkeys(names, "cpu"),
+                         device_memory=None, min_memory=memory, max_memory=memory, total_memory=memory * workers,
+                         throughput=None, measured=None)
+
+
+def test_the_estimate_grows_with_the_vertices_the_threads_and_the_slice():
+    n, m = 2**24, 2**28
+    two = stream_memory(n, m, 2, 24 * GiB)
+    assert two == n * (STREAM_VERTEX_BYTES + 2 * STREAM_THREAD_VERTEX_BYTES) \
+        + min(slice_budget(24 * GiB), m) * STREAM_SLICE_EDGE_BYTES
+    assert stream_memory(2 * n, m, 2, 24 * GiB) > two and stream_memory(n, m, 16, 24 * GiB) > two
+    assert stream_memory(n, 1000, 2, 24 * GiB) < two  # a slice is never more than the edges
+    # the measured peaks of R-MAT 24, 26, 27 streamed on one 2-thread worker of 24 GiB are under it
+    for scale, peak in ((24, 2.96), (26, 9.71), (27, 17.5)):
+        assert stream_memory(2**scale, 16 * 2**scale, 2, 24 * GiB) > peak * GiB
+
+
+def test_rmat28_on_one_24_gib_box_is_refused_and_27_is_not():
+    spec = RunSpec.build(stream="always")
+    box = _layout(int(23.5 * GiB))
+    r27 = mst_dist.generate("rmat", seed=1, scale=27)
+    assert choose_kind(spec, r27, box, None) == "streaming"
+    r28 = mst_dist.generate("rmat", seed=1, scale=28)
+    with pytest.raises(InvalidGraphError, match=r"streamed, would need about 35\.\d GiB .* \(23\.5 GiB\)"):
+        choose_kind(spec, r28, box, None)
+    assert choose_kind(spec, r28, _layout(64 * GiB), None) == "streaming"
+    # an unknown memory limit is not checked
+    assert choose_kind(spec, r28, _layout(0), None) == "streaming"
+
+
+def test_refused_on_a_real_cluster_before_any_task():
+    """One worker of 1 GiB (a thread of this process): 2^24 vertices streamed need more. The run fails at once
+    and no task ran."""
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, memory_limit="1GiB",
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        g = mst_dist.generate("erdos_renyi", seed=2, n=2**24, m=2**23)
+        with pytest.raises(InvalidGraphError, match="streamed, would need about"):
+            mst_dist.minimum_spanning_forest(g, client, stream="always")
+        ran = client.run_on_scheduler(lambda dask_scheduler: [str(k) for k in dask_scheduler.task_prefixes])
+        assert not [k for k in ran if k.startswith("mst-") and "load" in k], ran
+        # what fits is not refused
+        small = mst_dist.generate("erdos_renyi", seed=2, n=2**12, m=2**14)
+        res = mst_dist.minimum_spanning_forest(small, client, stream="always")
+        assert np.all(np.diff(res.edge_ids) > 0) and res.forest_edges == small.n_vertices - res.n_components
