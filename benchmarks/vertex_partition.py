@@ -143,8 +143,8 @@ def bytes_moved(args):
 
     g = mst_dist.generate("erdos_renyi", seed=args.seed, n=args.n, m=args.m)
     out, ref = [], None
-    for workers in (4, 8):
-        for mode in ("never", "always"):
+    for workers in args.workers:
+        for mode in args.modes:
             cluster, client = _cluster(workers, args.memory)  # a fresh cluster: each run's peak its own
             try:
                 client.run(lambda: __import__("mst_dist.kernels.cpu"))  # the kernels loaded before the idle size
@@ -163,9 +163,10 @@ def bytes_moved(args):
                   f"{res.stats.bytes_moved / 2**20:.0f} MiB moved, largest worker {peaks.peak() / 2**20:.0f} MiB "
                   f"(idle {peaks.idle / 2**20:.0f} MiB)", flush=True)
             print_rounds(out[-1]["rounds"])
-    for mode in ("never", "always"):
-        a, b = (next(r for r in out if r["workers"] == w and r["mode"] == mode) for w in (4, 8))
-        print(f"{mode}: bytes moved 8 / 4 workers = {b['bytes_moved'] / max(1, a['bytes_moved']):.2f}x")
+    for mode in args.modes:
+        if {4, 8} <= set(args.workers):
+            a, b = (next(r for r in out if r["workers"] == w and r["mode"] == mode) for w in (4, 8))
+            print(f"{mode}: bytes moved 8 / 4 workers = {b['bytes_moved'] / max(1, a['bytes_moved']):.2f}x")
     return {"graph": {"n": args.n, "m": args.m, "chunks": args.chunks}, "runs": out}
 
 
@@ -332,6 +333,10 @@ def main(argv=None):
     loc.add_argument("--graphs", default="grid,random_geometric,erdos_renyi", help="which of the graphs, by name")
     loc.add_argument("--out", default=None)
     sub.choices["ceiling"].add_argument("--workers", type=int, default=8)
+    sub.choices["bytes"].add_argument("--workers", type=lambda v: [int(x) for x in v.split(",")], default=[4, 8],
+                                      help="worker counts, comma-separated")
+    sub.choices["bytes"].add_argument("--modes", type=lambda v: v.split(","), default=["never", "always"],
+                                      help="vertex_partition modes, comma-separated")
     sub.choices["ceiling"].add_argument("--no-single", action="store_true")
     c = sub.add_parser("cpu")
     c.add_argument("--before", required=True, help="a checkout of the version to compare with")

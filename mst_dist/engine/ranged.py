@@ -140,7 +140,7 @@ def range_candidates(table, lo, hi):
 
 def split_others(cand: RangeCandidates, bounds):
     """Ask for the candidate edge of each component's partner (the other end of its cheapest edge)."""
-    ids = np.unique(cand.other)
+    ids = vr.distinct(cand.other)
     return vr.cut_sorted(ids, bounds)
 
 
@@ -184,7 +184,7 @@ def chosen_of(hooked):
 
 def split_parents(rp: RangeParents, bounds):
     """Ask for the parent of each parent not known to be a root."""
-    ids = np.unique(rp.parent[~rp.done])
+    ids = vr.distinct(rp.parent[~rp.done])
     return vr.cut_sorted(ids, bounds)
 
 
@@ -238,7 +238,7 @@ def number(rp: RangeParents, root_offset, finished_offset):
 def split_roots(rp: RangeParents, bounds):
     """Ask the owners of the roots of the components that are not roots for the roots' new ids."""
     idx = np.arange(rp.lo, rp.hi)
-    ids = np.unique(rp.parent[(rp.parent >= 0) & (rp.parent != idx)])
+    ids = vr.distinct(rp.parent[(rp.parent >= 0) & (rp.parent != idx)])
     return vr.cut_sorted(ids, bounds)
 
 
@@ -264,7 +264,7 @@ def relabel(rp: RangeParents, split_out, *answers, numbered: RangeMap):
 def split_ends(mapped, bounds):
     """A chunk asks for the new ids of every component it touches."""
     u, v, _, _ = mapped[0].chunk.edges()
-    ids = np.unique(np.concatenate([np.asarray(u, np.int64), np.asarray(v, np.int64)]))
+    ids = vr.distinct(np.concatenate([np.asarray(u, np.int64), np.asarray(v, np.int64)]))
     return vr.cut_sorted(ids, bounds)
 
 
@@ -429,7 +429,7 @@ def first_labels(lo, hi):
 
 def split_live(vl: VertexLabels, bounds):
     """Ask the owners of the live components for their next ids."""
-    ids = np.unique(vl.labels[vl.labels >= 0])
+    ids = vr.distinct(vl.labels[vl.labels >= 0])
     return vr.cut_sorted(ids, bounds)
 
 
@@ -455,7 +455,7 @@ def base_map(n_vertices, *maps):
 def split_finished(vl: VertexLabels, bounds):
     """Tell the owners of the finished ids which of them this range of vertices holds."""
     fid = -vl.labels - 1
-    ids = np.unique(fid)
+    ids = vr.distinct(fid)
     return vr.cut_sorted(ids, bounds)
 
 

@@ -17,9 +17,27 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["even_bounds", "owner_of", "split_by_owner", "put_back", "Split", "cut_sorted", "answers_of", "sort_edges",
+__all__ = ["distinct", "even_bounds", "owner_of", "split_by_owner", "put_back", "Split", "cut_sorted", "answers_of", "sort_edges",
            "local_ids", "cheapest_sorted", "lightest_parallel", "merge_cheapest", "split_candidates",
            "EMPTY_CANDIDATES"]
+
+
+def distinct(a):
+    """The sorted distinct values of ``a``: one sort and a comparison of neighbours.
+
+    ``np.unique`` without ``return_*`` hashes since NumPy 2.3, about 50x
+    slower than sorting on a million ids on this project's machines.
+
+    >>> distinct(np.array([5, 1, 5, 3, 1])).tolist()
+    [1, 3, 5]
+    """
+    s = np.sort(np.asarray(a).ravel())
+    if s.shape[0] < 2:
+        return s
+    keep = np.empty(s.shape[0], bool)
+    keep[0] = True
+    np.not_equal(s[1:], s[:-1], out=keep[1:])
+    return s[keep]
 
 
 def even_bounds(n, ranges):

@@ -68,3 +68,12 @@ def test_lightest_of_parallel_edges(seed):
         if p not in best or (k, e) < best[p][0]:
             best[p] = ((k, e), i)
     assert kept.tolist() == sorted(i for _, i in best.values())
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint64, np.float64])
+@pytest.mark.parametrize("size", [0, 1, 2, 7, 1000])
+def test_distinct_is_numpys_unique(dtype, size):
+    a = np.random.default_rng(size).integers(0, max(1, size // 3), size).astype(dtype)
+    got = vr.distinct(a)
+    np.testing.assert_array_equal(got, np.unique(a))
+    assert got.dtype == a.dtype
