@@ -70,7 +70,7 @@ BACKENDS = ("reference", "cpu", "gpu")
 PHASE_FUNCTIONS = (
     "adopt", "prepare", "prepare_many", "concat", "map", "merge", "contract", "filter_nodes",
     "filter_edges", "split_light", "slice_edges", "sample", "solve_local", "compose_maps", "labels", "forest_ids",
-    "to_device", "synchronize", "first_invalid_edge", "take_rows", "device_memory",
+    "to_device", "synchronize", "first_invalid_edge", "take_rows", "device_memory", "contract_interior",
 )
 
 #: The attributes every backend has: what it is and what it can do (see :class:`Backend`).
@@ -462,6 +462,23 @@ class Backend(Protocol):
 
     def forest_ids(self, parts) -> np.ndarray:
         """The chosen edge ids of all rounds, as one ascending int64 array (ids are unique)."""
+
+    def contract_interior(self, lu, lv, interior) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Contract what one chunk decides alone: the forest edges of the vertices no other chunk touches.
+
+        The chunk's edges are in the strict ``(key, eid)`` order; ``lu``/``lv``
+        index each end into the chunk's sorted distinct ids, ``interior[x]``
+        says whether id ``x`` is touched by no other chunk.  Kruskal over the
+        edges, where a union needs one side made only of interior vertices
+        (every edge leaving it is in the chunk, so the first met is its
+        cheapest: the cut property).  Sets holding a vertex other chunks touch
+        never join, so each holds at most one, its representative; a set of
+        interior vertices only is represented by its smallest id.  Host
+        arrays in and out (role: the local contraction before partitioned
+        rounds).  Returns ``(keep, chosen, rep)``: the positions (ascending)
+        of the edges left to decide (between two sets of the first kind), of
+        the forest edges found, and each local id's representative.
+        """
 
     def to_device(self, a) -> tuple[Any, int]:
         """``a`` in this backend's memory: ``(array, bytes copied)``.

@@ -347,6 +347,33 @@ class ReferenceKernels:
         labels = rank[xp.searchsorted(uniq, fid)]
         return to_host(labels.astype(xp.int64)), int(uniq.shape[0])
 
+    def contract_interior(self, lu, lv, interior):
+        # a plain union-find over host arrays, in the edges' order
+        lu, lv, interior = (np.asarray(to_host(a)) for a in (lu, lv, interior))
+        parent = list(range(interior.shape[0]))
+        tainted = [not bool(x) for x in interior]
+
+        def root(x):
+            while parent[x] != x:
+                parent[x] = parent[parent[x]]
+                x = parent[x]
+            return x
+
+        keep, chosen = [], []
+        for e, (a, b) in enumerate(zip(lu.tolist(), lv.tolist())):
+            a, b = root(a), root(b)
+            if a == b:
+                continue
+            if tainted[a] and tainted[b]:
+                keep.append(e)
+                continue
+            if tainted[a] or (not tainted[b] and a < b):
+                a, b = b, a  # b becomes the root
+            parent[a] = b
+            chosen.append(e)
+        rep = np.array([root(x) for x in range(len(parent))], np.int64)
+        return np.array(keep, np.int64), np.array(chosen, np.int64), rep
+
     def forest_ids(self, parts):
         xp = self.xp
         parts = [self.to_device(p)[0] for p in parts if p.shape[0]]

@@ -416,6 +416,22 @@ def test_forest_ids(kern, ref, seed):
     assert kern.forest_ids([]).shape == (0,)
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_contract_interior(kern, ref, seed):
+    rng = np.random.default_rng(seed)
+    k = int(rng.integers(1, 40))
+    m = int(rng.integers(0, 3 * k))
+    lu, lv = rng.integers(0, k, m), rng.integers(0, k, m)
+    interior = rng.random(k) < [0.0, 0.3, 0.7, 1.0, 0.5, 0.9][seed]
+    got, want = kern.contract_interior(lu, lv, interior), ref.contract_interior(lu, lv, interior)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+    keep, chosen, rep = want
+    assert np.array_equal(np.sort(np.concatenate([keep, chosen])), np.unique(np.concatenate([keep, chosen])))
+    if interior.all():  # nothing is left to decide: Kruskal's forest of the edges
+        assert keep.shape == (0,)
+
+
 def test_to_device_and_synchronize(kern):
     a = np.arange(5, dtype=np.int64)
     d, nb = kern.to_device(a)

@@ -28,8 +28,8 @@ import time
 
 from mst_dist.engine import ranged
 from mst_dist.engine.exchange import by_worker
+from mst_dist.engine.runs.round_end import end_round
 from mst_dist.kernels.vertex_ranges import even_bounds
-from mst_dist.result import RoundStats
 
 #: ``local_contraction="auto"`` contracts when at least this share of the vertices is interior to a chunk.
 AUTO_SHARE = 1 / 8
@@ -89,20 +89,11 @@ def contract_locally(run, st):
     rmaps, n_next, finished = run._renumber(rnd, parents, bounds, 0)
     t_contract = time.perf_counter()
     mapped, labels, nxt = run._filter(rnd, contracted, labels, rmaps, bounds, n_next)
-    counted = c.gather([c.submit(ranged.edges_in, m, key=key("count", rnd, i), **run.pins[i])
-                        for i, m in enumerate(mapped)]
-                       + [c.submit(ranged.forest_count, m, key=key("forest-count", rnd, i), **run.pins[i])
-                          for i, m in enumerate(contracted)])
-    st.edges_left, n_forest = sum(counted[:J]), sum(counted[J:])
-    t_end = time.perf_counter()
     run.stats.vertex_partition["local_contraction"] = True
-    run.stats.rounds.append(RoundStats(
-        round=rnd, mode="local-contraction", components_before=n, components_after=n_next,
-        edges_before=edges_before, edges_after=st.edges_left, forest_edges=n_forest,
-        phase_seconds={"contract": t_contract - t0, "filter-edges": t_end - t_contract},
-        wall_seconds=t_end - t0, tasks=0))
-    run.events.publish("round", **run.stats.rounds[-1].to_dict())
-    st.rnd += 1
+    st.edges_left = edges_before
+    found = [c.submit(ranged.forest_count, m, key=key("forest-count", rnd, i), **run.pins[i])
+             for i, m in enumerate(contracted)]
+    end_round(run, st, "local-contraction", (t0, t_contract), (n, n_next), mapped, found)
     return mapped, labels, nxt, n_next, finished
 
 

@@ -35,13 +35,13 @@ from mst_dist.engine.records import ChunkStats, RoundRecord
 from mst_dist.engine.runs.base import ForestOut
 from mst_dist.engine.runs.kept import KeptForest, keep_frames
 from mst_dist.engine.runs.local_first import contract_locally
+from mst_dist.engine.runs.round_end import end_round
 from mst_dist.engine.runs.resident import ResidentRun, rows_from_arrays
 from mst_dist.engine.runs.solver import Solver, wait_on
 from mst_dist.engine.runs.state import SolveState
 from mst_dist.graph import VERTEX_BYTES
 from mst_dist.io import urls, writers
 from mst_dist.kernels.vertex_ranges import even_bounds
-from mst_dist.result import RoundStats
 
 
 class PartitionedRun(ResidentRun):
@@ -215,20 +215,8 @@ class PartitionedRun(ResidentRun):
         routed = [[c.submit(ranged.pick, rt, js, key=key("routed", rnd, f"{r}.{g}"), **rpins[r])
                    for g, js in enumerate(chunk_groups)] for r, rt in enumerate(routes)]
         mapped, labels, nxt = self._filter(rnd, mapped, labels, rmaps, bounds, n_next, routed)
-        edges_before = st.edges_left
-        # the edges left and the forest edges found, in one gather (one round trip)
-        edges = [c.submit(ranged.edges_in, m, key=key("count", rnd, i), **self.pins[i]) for i, m in enumerate(mapped)]
         found = [c.submit(len, ch, key=key("forest-count", rnd, r), **rpins[r]) for r, ch in enumerate(chosen)]
-        counted = c.gather(edges + found)
-        st.edges_left, n_forest = sum(counted[:len(edges)]), sum(counted[len(edges):])
-        t_end = time.perf_counter()
-        self.stats.rounds.append(RoundStats(
-            round=rnd, mode="partitioned", components_before=n_comp, components_after=n_next,
-            edges_before=edges_before, edges_after=st.edges_left, forest_edges=n_forest,
-            phase_seconds={"contract": t_contract - t0, "filter-edges": t_end - t_contract},
-            wall_seconds=t_end - t0, tasks=0))
-        self.events.publish("round", **self.stats.rounds[-1].to_dict())
-        st.rnd += 1
+        end_round(self, st, "partitioned", (t0, t_contract), (n_comp, n_next), mapped, found)
         return mapped, labels, nxt, n_next, finished
 
     def _renumber(self, rnd, parents, bounds, finished):

@@ -134,3 +134,6 @@ class GPUKernels:
 
     def forest_ids(self, parts):
         return self._records.forest_ids(parts)
+
+    def contract_interior(self, lu, lv, interior):
+        return self._records.contract_interior(lu, lv, interior)  # host arrays: a serial union-find

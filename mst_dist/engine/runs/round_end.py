@@ -1,0 +1,27 @@
+"""The end of a partitioned run's round (or of its local contraction): counts, statistics, the next round."""
+from __future__ import annotations
+
+import time
+
+from mst_dist.engine import ranged
+from mst_dist.result import RoundStats
+
+
+def end_round(run, st, mode, times, components, mapped, found):
+    """The edges left and the forest edges found (futures of counts, ``found``) in one gather, the
+    round's :class:`~mst_dist.result.RoundStats` (``times``: its start and the contract's end), the next
+    round."""
+    c, key, rnd = run.client, run.builder.key, st.rnd
+    edges = [c.submit(ranged.edges_in, m, key=key("count", rnd, i), **run.pins[i]) for i, m in enumerate(mapped)]
+    counted = c.gather(edges + found)
+    edges_before = st.edges_left
+    st.edges_left, n_forest = sum(counted[:len(edges)]), sum(counted[len(edges):])
+    t0, t_contract = times
+    t_end = time.perf_counter()
+    run.stats.rounds.append(RoundStats(
+        round=rnd, mode=mode, components_before=components[0], components_after=components[1],
+        edges_before=edges_before, edges_after=st.edges_left, forest_edges=n_forest,
+        phase_seconds={"contract": t_contract - t0, "filter-edges": t_end - t_contract},
+        wall_seconds=t_end - t0, tasks=0))
+    run.events.publish("round", **run.stats.rounds[-1].to_dict())
+    st.rnd += 1
