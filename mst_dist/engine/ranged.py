@@ -287,8 +287,7 @@ def filter_block(mapped, split_out, *answers, n_next, next_bounds, chosen_bundle
     ids = split_out.ids
     new = vr.answers_of(split_out, answers)
     u, v, key, eid = block.chunk.edges()
-    pu = np.searchsorted(ids, np.asarray(u, np.int64))
-    pv = np.searchsorted(ids, np.asarray(v, np.int64))
+    _, pu, pv = vr.local_ids(u, v)  # each end's index into ids (the same distinct ids): one sort, not two searches
     # the next round's ids touched here, sorted, and each old id's index among them
     nids, at = np.unique(new, return_inverse=True)
     lu, lv = at[pu], at[pv]
@@ -373,9 +372,11 @@ def interior_count(touched):
     return int(np.count_nonzero(touched[2]))
 
 
-def _local_ends(block, ids):
+def _local_ends(block):
+    """Each end's index into the chunk's distinct ids (those its split asked about), and the keys and ids."""
     u, v, key, eid = block.chunk.edges()
-    return np.searchsorted(ids, np.asarray(u, np.int64)), np.searchsorted(ids, np.asarray(v, np.int64)), key, eid
+    _, lu, lv = vr.local_ids(u, v)
+    return lu, lv, key, eid
 
 
 def contract_block(touched, n_vertices, bounds):
@@ -388,7 +389,7 @@ def contract_block(touched, n_vertices, bounds):
     vertices of ``bounds``.  Returns ``(Block, LocalPairs)``.
     """
     block, ids, interior = touched
-    lu, lv, key, eid = _local_ends(block, ids)
+    lu, lv, key, eid = _local_ends(block)
     keep, chosen, rep = host_kernels().contract_interior(lu, lv, interior)
     nu, nv = ids[rep[lu[keep]]], ids[rep[lv[keep]]]
     chunk = Chunk(_compact(nu, n_vertices), _compact(nv, n_vertices), key[keep], eid[keep],
