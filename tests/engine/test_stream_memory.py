@@ -46,10 +46,12 @@ def test_rmat28_on_one_24_gib_box_is_refused_and_27_is_not():
     assert choose_kind(spec, r28, _layout(0), None) == "streaming"
 
 
+@pytest.mark.processes
 def test_refused_on_a_real_cluster_before_any_task():
-    """One worker of 1 GiB (a thread of this process): 2^24 vertices streamed need more. The run fails at once
-    and no task ran."""
-    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, memory_limit="1GiB",
+    """One worker process of 1 GiB: 2^24 vertices streamed need more. The run fails at once and no task ran;
+    a graph that fits runs (a process of its own: a thread of this one would count the test session's
+    memory against the limit)."""
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, memory_limit="1GiB",
                       dashboard_address=None) as cluster, Client(cluster) as client:
         g = mst_dist.generate("erdos_renyi", seed=2, n=2**24, m=2**23)
         with pytest.raises(InvalidGraphError, match="streamed, would need about"):
