@@ -224,6 +224,11 @@ class Graph:
     def in_memory(self) -> bool:
         return all(isinstance(s, ArraySource) for s in self.sources)
 
+    @property
+    def on_device(self) -> bool:
+        """Whether every edge is held in GPU memory (a graph made from CuPy arrays)."""
+        return self.in_memory and bool(self.sources) and all(s.on_device for s in self.sources)
+
     def __repr__(self):
         return (f"Graph(name={self.name!r}, n_vertices={self.n_vertices:,}, "
                 f"n_edges={self.n_edges:,}, weight_dtype={np.dtype(self.weight_dtype).name})")

@@ -93,11 +93,16 @@ def should_stream(mode, graph, total_memory) -> bool:
 
     ``mode``: ``"always"``, ``"never"``, or ``"auto"``: when the graph's
     resident chunks (:data:`RESIDENT_BYTES_PER_EDGE` each edge) would take
-    more than half the workers' memory (``total_memory`` bytes).
+    more than half the workers' memory (``total_memory`` bytes).  ``auto``
+    never streams a graph whose edges are already in GPU memory: its
+    chunks are views of those arrays, and the workers' host memory limits
+    do not hold them.
     """
     if mode in ("always", True):
         return True
     if mode in ("never", False):
+        return False
+    if getattr(graph, "on_device", False):
         return False
     return graph.n_edges * RESIDENT_BYTES_PER_EDGE > total_memory // 2
 

@@ -116,9 +116,10 @@ def test_kept_on_the_workers(client2):
         res.kept.release()
 
 
-def _layout(min_memory, max_memory=None):
-    return ClusterLayout(workers=("w",), threads=1, kinds={"w": "cpu"}, device_memory=None, min_memory=min_memory,
-                         max_memory=min_memory if max_memory is None else max_memory,
+def _layout(min_memory, max_memory=None, workers=2):
+    names = tuple(f"w{i}" for i in range(workers))
+    return ClusterLayout(workers=names, threads=workers, kinds=dict.fromkeys(names, "cpu"), device_memory=None,
+                         min_memory=min_memory, max_memory=min_memory if max_memory is None else max_memory,
                          total_memory=2**34, throughput=None, measured=None)
 
 
@@ -129,6 +130,15 @@ def test_auto_partitions_when_vertices_do_not_fit_one_worker():
     assert choose_kind(RunSpec.build(vertex_partition="always"), g, _layout(2**30), None) == "partitioned"
     with pytest.raises(InvalidGraphError, match="per-vertex arrays"):
         choose_kind(RunSpec.build(vertex_partition="never"), g, _layout(2**16), None)
+
+
+def test_one_worker_is_not_partitioned_by_auto():
+    """A one-worker cluster would hold every range itself: auto keeps its state whole (``always`` still cuts)."""
+    g = mst_dist.generate("grid", seed=1, rows=100, cols=100)  # 320 kB of state
+    assert choose_kind(RunSpec.build(), g, _layout(2**20, workers=1), None) == "resident"
+    assert choose_kind(RunSpec.build(vertex_partition="always"), g, _layout(2**20, workers=1), None) == "partitioned"
+    with pytest.raises(InvalidGraphError, match="per-vertex arrays"):
+        choose_kind(RunSpec.build(), g, _layout(2**16, workers=1), None)
 
 
 def test_vertices_beyond_the_whole_cluster_are_refused():

@@ -62,3 +62,26 @@ def test_refused_on_a_real_cluster_before_any_task():
         small = mst_dist.generate("erdos_renyi", seed=2, n=2**12, m=2**14)
         res = mst_dist.minimum_spanning_forest(small, client, stream="always")
         assert np.all(np.diff(res.edge_ids) > 0) and res.forest_edges == small.n_vertices - res.n_components
+
+
+class _OnDevice:
+    """What the engine reads of a CuPy array to know it is on a GPU (no CUDA needed here)."""
+
+    __cuda_array_interface__ = {}
+
+    def __init__(self, n):
+        self.shape = (n,)
+
+
+def test_edges_already_in_gpu_memory_are_not_streamed_by_auto():
+    """A graph made from CuPy arrays: its chunks are views of device memory, which no host limit holds."""
+    from mst_dist.graph import ArraySource, Graph
+
+    m = 300_000_000
+    g = Graph(n_vertices=100_000_000, sources=[ArraySource(*(_OnDevice(m) for _ in range(3)))],
+              weight_dtype=np.dtype(np.int64), validated=True)
+    assert g.on_device and not mst_dist.generate("grid", seed=1, rows=4, cols=4).on_device
+    one_gpu_worker = _layout(8 * GiB, threads=1)  # 1/16 of a 128 GiB machine: a 1-thread worker's share
+    assert choose_kind(RunSpec.build(), g, one_gpu_worker, None) == "resident"
+    with pytest.raises(InvalidGraphError, match="streamed"):
+        choose_kind(RunSpec.build(stream="always"), g, one_gpu_worker, None)

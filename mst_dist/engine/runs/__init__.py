@@ -49,8 +49,8 @@ def choose_kind(spec, graph, cluster: ClusterLayout, ckpt: RunCheckpoint | None)
 
     A run resumed from a checkpoint goes on as the saved run went (``auto``
     may now decide otherwise).  The per-vertex state is cut into ranges
-    (``partitioned``) when asked to, or (``auto``) when it would not fit
-    comfortably on one worker; otherwise a graph whose per-vertex state no
+    (``partitioned``) when asked to, or (``auto``, on a cluster of several
+    workers) when it would not fit comfortably on one worker; otherwise a graph whose per-vertex state no
     worker can hold is refused here, before any work.  Edges are streamed
     when asked to, or (``auto``) when they would not fit in the workers'
     memory.
@@ -61,7 +61,8 @@ def choose_kind(spec, graph, cluster: ClusterLayout, ckpt: RunCheckpoint | None)
         streams = ckpt.mode == "stream"
         mode = "always" if ckpt.mode == "partitioned" else "never"
     need = vertex_memory(graph.n_vertices)
-    big = need > cluster.min_memory // 4
+    # one worker holds every range of a partitioned run: nothing to spread
+    big = need > cluster.min_memory // 4 and cluster.n_workers > 1
     if mode == "always" or (mode == "auto" and big and not streams):
         if need > cluster.total_memory // 2:
             raise InvalidGraphError(
