@@ -281,18 +281,13 @@ def start_gpu_cluster(stack, report):
     """The one-GPU-worker cluster of engine-gpu, in this process; start and stop timed.
 
     One worker, one thread, ``resources={"GPU": 1}``: its tasks run the CuPy
-    kernels on chunks made from device arrays, which are not copied.  Its
-    memory limit is the machine's: a worker in this process counts the whole
-    process, whose host copies of the graphs (the CPU methods' input) would
-    otherwise pause it under a 1/cores share.
+    kernels on chunks made from device arrays, which are not copied.
     """
-    import psutil
-
     from mst_dist.deploy.local import embedded
 
     t0 = time.perf_counter()
     cm = embedded(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None,
-                  resources={"GPU": 1}, memory_limit=psutil.virtual_memory().total)
+                  resources={"GPU": 1})
     client = cm.__enter__()
     info = {"start_seconds": time.perf_counter() - t0, "stop_seconds": None,
             "workers": 1, "threads": 1, "resources": {"GPU": 1}}

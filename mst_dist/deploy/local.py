@@ -212,6 +212,13 @@ def embedded(n_workers=None, threads_per_worker=None, processes=None,
         raise config.ConfigError(f"{where}: {e}", key=where) from None
     if threads_per_worker is None:
         threads_per_worker = max(1, _cores() // max(1, n_workers))
+    if memory_limit == "auto":
+        # the machine's memory (as Dask reads it: cgroup and rlimit too) over the workers; Dask's own
+        # "auto" gives each worker its threads' share of the cores, which leaves a one-thread GPU
+        # worker 1/16 of a 16-core machine
+        from distributed.system import MEMORY_LIMIT
+
+        memory_limit = MEMORY_LIMIT // max(1, n_workers)
     if gpu:
         kwargs.setdefault("resources", {"GPU": 1})
     if processes:

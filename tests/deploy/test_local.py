@@ -74,6 +74,17 @@ def test_embedded_memory_limit_from_the_environment(environ):
         assert limits(client) == [3 * GiB]
 
 
+def test_auto_memory_limit_is_the_machines_over_the_workers():
+    """``auto``: the machine's memory over the workers, whatever their threads.  A one-thread worker in
+    this process (how a GPU worker is run) is the whole process, not its thread's share of the cores."""
+    from distributed.system import MEMORY_LIMIT
+
+    with embedded(n_workers=1, threads_per_worker=1, dashboard_address=None, memory_limit="auto") as client:
+        assert limits(client) == [MEMORY_LIMIT]
+    with embedded(n_workers=2, threads_per_worker=1, dashboard_address=None, memory_limit="auto") as client:
+        assert limits(client) == [MEMORY_LIMIT // 2] * 2
+
+
 def test_embedded_bad_memory_limit_names_the_setting(environ):
     environ(DASK_MST__CLUSTER__MEMORY_LIMIT="lots")
     with pytest.raises(ConfigError, match=r"^mst.cluster.memory-limit: expected 'auto'") as info:
