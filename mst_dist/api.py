@@ -132,7 +132,8 @@ def minimum_spanning_forest(graph, client=None, *, partitions=None, backend="aut
         the owners of the ids they touch; once the components left fit one
         worker, the centralised rounds finish).  ``"never"``: whole on one
         worker.  ``"auto"`` (default, or the ``mst.vertex-partition``
-        setting): cut when it would not fit comfortably on one worker.
+        setting): cut, on a cluster of several workers, when it would not
+        fit comfortably on one worker.
         Partitioned runs keep their chunks resident (no streaming).  The
         same edge ids either way.
 
