@@ -50,8 +50,9 @@ def choose_kind(spec, graph, cluster: ClusterLayout, ckpt: RunCheckpoint | None)
     A run resumed from a checkpoint goes on as the saved run went (``auto``
     may now decide otherwise).  The per-vertex state is cut into ranges
     (``partitioned``) when asked to, or (``auto``, on a cluster of several
-    workers) when it would not fit comfortably on one worker; otherwise a graph whose per-vertex state no
-    worker can hold is refused here, before any work.  Edges are streamed
+    workers) when it would not fit comfortably on one worker; otherwise a
+    graph whose per-vertex state no worker can hold is refused here, before
+    any work.  Edges are streamed
     when asked to, or (``auto``) when they would not fit in the workers'
     memory.
     """
