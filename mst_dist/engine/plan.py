@@ -102,7 +102,7 @@ def should_stream(mode, graph, total_memory) -> bool:
         return True
     if mode in ("never", False):
         return False
-    if getattr(graph, "on_device", False):
+    if graph.on_device:
         return False
     return graph.n_edges * RESIDENT_BYTES_PER_EDGE > total_memory // 2
 
