@@ -23,6 +23,8 @@ tasks.  The functions that run on the workers are in
 """
 from __future__ import annotations
 
+from mst_dist.engine.batch import Batch
+
 
 def exchange(client, key, requests, owners, *, serve, assemble, split, pins=None, owner_pins=None,
              assemble_kwargs=None, owner_group=None):
@@ -48,23 +50,25 @@ def exchange(client, key, requests, owners, *, serve, assemble, split, pins=None
                for i in range(0, len(hs), owner_group or len(hs))]
     sizes, order = [len(js) for js in groups], [j for js in groups for j in js]
     where = {r: (h, i) for h, rs in enumerate(ogroups) for i, r in enumerate(rs)}
-    splits = [client.submit(split, req, key=key("split", j), **pins[j]) for j, req in enumerate(requests)]
-    asks = [[client.submit(_ask, rs, *[splits[j] for j in js], key=key("ask", f"{g}.{h}"), **pins[js[0]])
-             for h, rs in enumerate(ogroups)]
-            for g, js in enumerate(groups)]
-    served = [client.submit(_serve, serve, owners[r], sizes, order, where[r][1],
-                            *[asks[g][where[r][0]] for g in range(len(groups))], key=key("serve", r), **owner_pins[r])
-              for r in range(R)]
-    replies = [[client.submit(_reply, g, *[served[r] for r in rs], key=key("reply", f"{h}.{g}"), **owner_pins[rs[0]])
-                for g in range(len(groups))]
-               for h, rs in enumerate(ogroups)]
-    slots = [where[r] for r in range(R)]
-    out = [None] * J
-    for g, js in enumerate(groups):
-        for i, j in enumerate(js):
-            out[j] = client.submit(_assemble, assemble, requests[j], splits[j], i, slots,
-                                   *[replies[h][g] for h in range(len(ogroups))],
-                                   key=key("assemble", j), **pins[j], **kwargs[j])
+    with Batch(client) as b:  # one graph for the exchange's five stages
+        splits = [b.submit(split, req, key=key("split", j), **pins[j]) for j, req in enumerate(requests)]
+        asks = [[b.submit(_ask, rs, *[splits[j] for j in js], key=key("ask", f"{g}.{h}"), **pins[js[0]])
+                 for h, rs in enumerate(ogroups)]
+                for g, js in enumerate(groups)]
+        served = [b.submit(_serve, serve, owners[r], sizes, order, where[r][1],
+                           *[asks[g][where[r][0]] for g in range(len(groups))], key=key("serve", r),
+                           **owner_pins[r])
+                  for r in range(R)]
+        replies = [[b.submit(_reply, g, *[served[r] for r in rs], key=key("reply", f"{h}.{g}"), **owner_pins[rs[0]])
+                    for g in range(len(groups))]
+                   for h, rs in enumerate(ogroups)]
+        slots = [where[r] for r in range(R)]
+        out = [None] * J
+        for g, js in enumerate(groups):
+            for i, j in enumerate(js):
+                out[j] = b.submit(_assemble, assemble, requests[j], splits[j], i, slots,
+                                  *[replies[h][g] for h in range(len(ogroups))],
+                                  key=key("assemble", j), **pins[j], **kwargs[j])
     return out
 
 

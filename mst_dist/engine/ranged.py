@@ -262,10 +262,10 @@ def relabel(rp: RangeParents, split_out, *answers, numbered: RangeMap):
 
 
 def split_ends(mapped, bounds):
-    """A chunk asks for the new ids of every component it touches."""
+    """A chunk asks for the new ids of every component it touches (an
+    :class:`~mst_dist.kernels.vertex_ranges.EndsSplit`: with each end's index, for the answers)."""
     u, v, _, _ = mapped[0].chunk.edges()
-    ids = vr.distinct(np.concatenate([np.asarray(u, np.int64), np.asarray(v, np.int64)]))
-    return vr.cut_sorted(ids, bounds)
+    return vr.cut_ends(u, v, bounds)
 
 
 def serve_map(m: RangeMap, *parts):
@@ -287,7 +287,7 @@ def filter_block(mapped, split_out, *answers, n_next, next_bounds, chosen_bundle
     ids = split_out.ids
     new = vr.answers_of(split_out, answers)
     u, v, key, eid = block.chunk.edges()
-    _, pu, pv = vr.local_ids(u, v)  # each end's index into ids (the same distinct ids): one sort, not two searches
+    pu, pv = split_out.lu, split_out.lv  # each end's index into ids, from the split's one sort
     # the next round's ids touched here, sorted, and each old id's index among them
     nids, at = np.unique(new, return_inverse=True)
     lu, lv = at[pu], at[pv]
@@ -354,29 +354,25 @@ def serve_touch(vl: VertexLabels, *parts):
 
 def split_sampled(mapped, bounds, step):
     """A chunk's vertices that are multiples of ``step`` (a sample, to estimate how many are interior)."""
-    ids = split_ends(mapped, bounds).ids
+    u, v, _, _ = mapped[0].chunk.edges()
+    ids = vr.distinct(np.concatenate([np.asarray(u, np.int64), np.asarray(v, np.int64)]))
     return vr.cut_sorted(ids[ids % step == 0], bounds)
 
 
-def count_interior(mapped, split_out, *answers):
-    """How many of the vertices asked only this chunk touches."""
+def count_sampled_interior(mapped, split_out, *answers):
+    """How many of the sampled vertices asked about (:func:`split_sampled`) only this chunk touches."""
     return int(np.count_nonzero(vr.answers_of(split_out, answers, dtype=bool)))
 
 
 def interior_of(mapped, split_out, *answers):
-    """``(Block, ids, interior)``: a chunk's sorted distinct ids and which of them no other chunk touches."""
-    return mapped[0], split_out.ids, vr.answers_of(split_out, answers, dtype=bool)
+    """``(Block, split, interior)``: a chunk, its sorted distinct ids with each end's index into them (the
+    :class:`~mst_dist.kernels.vertex_ranges.EndsSplit`), and which of the ids no other chunk touches."""
+    return mapped[0], split_out, vr.answers_of(split_out, answers, dtype=bool)
 
 
-def interior_count(touched):
+def interior_vertices(touched):
+    """How many of a chunk's vertices only it touches (of :func:`interior_of`'s answer)."""
     return int(np.count_nonzero(touched[2]))
-
-
-def _local_ends(block):
-    """Each end's index into the chunk's distinct ids (those its split asked about), and the keys and ids."""
-    u, v, key, eid = block.chunk.edges()
-    _, lu, lv = vr.local_ids(u, v)
-    return lu, lv, key, eid
 
 
 def contract_block(touched, n_vertices, bounds):
@@ -388,8 +384,9 @@ def contract_block(touched, n_vertices, bounds):
     another are returned with their representatives, cut by the ranges of
     vertices of ``bounds``.  Returns ``(Block, LocalPairs)``.
     """
-    block, ids, interior = touched
-    lu, lv, key, eid = _local_ends(block)
+    block, ends, interior = touched
+    ids, lu, lv = ends.ids, ends.lu, ends.lv
+    _, _, key, eid = block.chunk.edges()
     keep, chosen, rep = host_kernels().contract_interior(lu, lv, interior)
     nu, nv = ids[rep[lu[keep]]], ids[rep[lv[keep]]]
     chunk = Chunk(_compact(nu, n_vertices), _compact(nv, n_vertices), key[keep], eid[keep],
@@ -514,10 +511,13 @@ def numbered_parts(f, offset, bounds):
     return Numbered(mine, lab, np.searchsorted(mine, bounds))
 
 
-def numbered_part(nb: Numbered, r):
-    """Owner ``r``'s part of a :class:`Numbered`: ``(ids, labels)``."""
-    a, b = nb.cuts[r], nb.cuts[r + 1]
-    return nb.ids[a:b], nb.labels[a:b]
+def numbered_part(r, *nbs):
+    """Owner ``r``'s part of some :class:`Numbered` (one worker's ranges of vertices): ``(ids, labels)``."""
+    if len(nbs) == 1:
+        nb = nbs[0]
+        return nb.ids[nb.cuts[r]:nb.cuts[r + 1]], nb.labels[nb.cuts[r]:nb.cuts[r + 1]]
+    return (np.concatenate([nb.ids[nb.cuts[r]:nb.cuts[r + 1]] for nb in nbs]),
+            np.concatenate([nb.labels[nb.cuts[r]:nb.cuts[r + 1]] for nb in nbs]))
 
 
 def keep_labels(lo, hi, *parts):

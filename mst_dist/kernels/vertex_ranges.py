@@ -17,7 +17,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["distinct", "even_bounds", "owner_of", "split_by_owner", "put_back", "Split", "cut_sorted", "answers_of", "sort_edges",
+__all__ = ["distinct", "even_bounds", "owner_of", "split_by_owner", "put_back", "Split", "EndsSplit", "cut_sorted",
+           "cut_ends", "answers_of", "sort_edges",
            "local_ids", "cheapest_sorted", "lightest_parallel", "merge_cheapest", "split_candidates",
            "EMPTY_CANDIDATES"]
 
@@ -78,6 +79,33 @@ class Split(NamedTuple):
 
     def part(self, r):
         return self.ids[self.cuts[r]:self.cuts[r + 1]]
+
+
+class EndsSplit(NamedTuple):
+    """A :class:`Split` of the distinct ids a chunk's edges touch, with each end's index into them.
+
+    ``lu``/``lv`` (int32: a chunk touches fewer than 2**31 ids) let the
+    requester put the answers on its edges without sorting its ids again.
+    """
+
+    ids: np.ndarray
+    cuts: np.ndarray
+    lu: np.ndarray
+    lv: np.ndarray
+
+    def part(self, r):
+        return self.ids[self.cuts[r]:self.cuts[r + 1]]
+
+
+def cut_ends(u, v, bounds) -> EndsSplit:
+    """The distinct ids of edges ``(u, v)`` cut by the ranges of ``bounds``, and each end's index.
+
+    >>> s = cut_ends(np.array([5, 1]), np.array([1, 8]), np.array([0, 3, 10]))
+    >>> [s.part(r).tolist() for r in range(2)], s.lu.tolist(), s.lv.tolist()
+    ([[1], [5, 8]], [1, 0], [0, 2])
+    """
+    ids, lu, lv = local_ids(u, v)
+    return EndsSplit(ids, np.searchsorted(ids, bounds), lu.astype(np.int32), lv.astype(np.int32))
 
 
 def cut_sorted(ids, bounds) -> Split:

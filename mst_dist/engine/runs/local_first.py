@@ -57,7 +57,7 @@ def contract_locally(run, st):
     if run.spec.local_contraction == "auto":
         # a sample of the vertices first: a random graph, with hardly any interior vertex, pays for 1/64 of
         # the full count
-        probe = run._exchange("probe", rnd, loaded, labels, serve=ranged.serve_touch, assemble=ranged.count_interior,
+        probe = run._exchange("probe", rnd, loaded, labels, serve=ranged.serve_touch, assemble=ranged.count_sampled_interior,
                               split=functools.partial(ranged.split_sampled, bounds=bounds, step=PROBE_STEP),
                               pins=run.pins)
         estimate = sum(c.gather(probe)) * PROBE_STEP
@@ -67,7 +67,7 @@ def contract_locally(run, st):
     touched = run._exchange("touch", rnd, loaded, labels, split=split, serve=ranged.serve_touch,
                             assemble=ranged.interior_of, pins=run.pins)
     J = len(touched)
-    counted = c.gather([c.submit(ranged.interior_count, t, key=key("interior", rnd, i), **run.pins[i])
+    counted = c.gather([c.submit(ranged.interior_vertices, t, key=key("interior", rnd, i), **run.pins[i])
                         for i, t in enumerate(touched)]
                        + [c.submit(ranged.edges_in, t, key=key("local-edges", rnd, i), **run.pins[i])
                           for i, t in enumerate(touched)])
@@ -90,10 +90,10 @@ def contract_locally(run, st):
     t_contract = time.perf_counter()
     mapped, labels, nxt = run._filter(rnd, contracted, labels, rmaps, bounds, n_next)
     run.stats.vertex_partition["local_contraction"] = True
-    st.edges_left = edges_before
     found = [c.submit(ranged.forest_count, m, key=key("forest-count", rnd, i), **run.pins[i])
              for i, m in enumerate(contracted)]
-    end_round(run, st, "local-contraction", (t0, t_contract), (n, n_next), mapped, found)
+    end_round(run, st, "local-contraction", (t0, t_contract), (n, n_next), mapped, found,
+              edges_before=edges_before)
     return mapped, labels, nxt, n_next, finished
 
 

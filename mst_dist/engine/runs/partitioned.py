@@ -29,6 +29,7 @@ import numpy as np
 from distributed import Future
 
 from mst_dist.engine import ranged, tasks
+from mst_dist.engine.batch import Batch
 from mst_dist.engine.exchange import by_worker, exchange
 from mst_dist.engine.placement import pin
 from mst_dist.engine.records import ChunkStats, RoundRecord
@@ -177,45 +178,52 @@ class PartitionedRun(ResidentRun):
         # merge: per range, a tree of the chunks' candidates
         cands = []
         chunk_groups = by_worker(self.pins)  # the chunks of one worker merge there first
-        for r in range(R):
-            lo, hi = int(bounds[r]), int(bounds[r + 1])
-            level = [c.submit(ranged.merge_range_of, r, lo, hi, *[mapped[i] for i in js],
-                              key=key("cand", rnd, f"{g}.{r}"), **self.pins[js[0]])
-                     for g, js in enumerate(chunk_groups)]
-            if not level:  # a graph with no edge chunk
-                level = [c.submit(ranged.merge, lo, hi, key=key("merge", rnd, f"{r}.empty"), **rpins[r])]
-            depth = 0
-            while len(level) > 1:
-                k = self.spec.split_every
-                level = [c.submit(ranged.merge, lo, hi, *level[j:j + k],
-                                  key=key("merge", rnd, f"{r}.{depth}.{j // k}"), **rpins[r])
-                         for j in range(0, len(level), k)]
-                depth += 1
-            cands.append(c.submit(ranged.range_candidates, level[0], lo, hi, key=key("merged", rnd, r), **rpins[r]))
+        with Batch(c) as b:
+            for r in range(R):
+                lo, hi = int(bounds[r]), int(bounds[r + 1])
+                level = [b.submit(ranged.merge_range_of, r, lo, hi, *[mapped[i] for i in js],
+                                  key=key("cand", rnd, f"{g}.{r}"), **self.pins[js[0]])
+                         for g, js in enumerate(chunk_groups)]
+                if not level:  # a graph with no edge chunk
+                    level = [b.submit(ranged.merge, lo, hi, key=key("merge", rnd, f"{r}.empty"), **rpins[r])]
+                depth = 0
+                while len(level) > 1:
+                    k = self.spec.split_every
+                    level = [b.submit(ranged.merge, lo, hi, *level[j:j + k],
+                                      key=key("merge", rnd, f"{r}.{depth}.{j // k}"), **rpins[r])
+                             for j in range(0, len(level), k)]
+                    depth += 1
+                cands.append(b.submit(ranged.range_candidates, level[0], lo, hi, key=key("merged", rnd, r),
+                                      **rpins[r]))
         # contract: hook (mutual pairs found by asking the partner's owner), jump, number, relabel
         hooked = self._exchange("hook", rnd, cands, cands, split=functools.partial(ranged.split_others, bounds=bounds),
                                 serve=ranged.serve_edge_ids, assemble=ranged.hook)
-        parents = [c.submit(ranged.parents_of, h, key=key("parents", rnd, r), **rpins[r]) for r, h in enumerate(hooked)]
-        chosen = [c.submit(ranged.chosen_of, h, key=key("chosen", rnd, r), **rpins[r]) for r, h in enumerate(hooked)]
+        with Batch(c) as b:
+            parents = [b.submit(ranged.parents_of, h, key=key("parents", rnd, r), **rpins[r])
+                       for r, h in enumerate(hooked)]
+            chosen = [b.submit(ranged.chosen_of, h, key=key("chosen", rnd, r), **rpins[r]) for r, h in enumerate(hooked)]
         jumps, pending = 0, 1  # after hooking, some component points at a non-root unless all are roots
         while pending:
             parents = self._exchange("jump", rnd, parents, parents,
                                      split=functools.partial(ranged.split_parents, bounds=bounds),
                                      serve=ranged.serve_parents, assemble=ranged.jump)
             jumps += 1
-            pending = sum(c.gather([c.submit(ranged.pending, p, key=key("jumped", rnd, f"{jumps}.{r}"), **rpins[r])
-                                    for r, p in enumerate(parents)]))
+            with Batch(c) as b:
+                left = [b.submit(ranged.pending, p, key=key("jumped", rnd, f"{jumps}.{r}"), **rpins[r])
+                        for r, p in enumerate(parents)]
+            pending = sum(c.gather(left))
         rmaps, n_next, finished = self._renumber(rnd, parents, bounds, finished)
         t_contract = time.perf_counter()
         # filter-edges: each chunk asks for its ids' new ids, takes the forest edges of its own edge ids,
         # and maps the next round
-        routes = [c.submit(ranged.route_chosen, ch, self.chunk_bounds, key=key("route", rnd, r), **rpins[r])
-                  for r, ch in enumerate(chosen)]
-        # one task per range and chunk worker takes that worker's chunks' forest ids of the range
-        routed = [[c.submit(ranged.pick, rt, js, key=key("routed", rnd, f"{r}.{g}"), **rpins[r])
-                   for g, js in enumerate(chunk_groups)] for r, rt in enumerate(routes)]
+        with Batch(c) as b:
+            routes = [b.submit(ranged.route_chosen, ch, self.chunk_bounds, key=key("route", rnd, r), **rpins[r])
+                      for r, ch in enumerate(chosen)]
+            # one task per range and chunk worker takes that worker's chunks' forest ids of the range
+            routed = [[b.submit(ranged.pick, rt, js, key=key("routed", rnd, f"{r}.{g}"), **rpins[r])
+                       for g, js in enumerate(chunk_groups)] for r, rt in enumerate(routes)]
+            found = [b.submit(len, ch, key=key("forest-count", rnd, r), **rpins[r]) for r, ch in enumerate(chosen)]
         mapped, labels, nxt = self._filter(rnd, mapped, labels, rmaps, bounds, n_next, routed)
-        found = [c.submit(len, ch, key=key("forest-count", rnd, r), **rpins[r]) for r, ch in enumerate(chosen)]
         end_round(self, st, "partitioned", (t0, t_contract), (n_comp, n_next), mapped, found)
         return mapped, labels, nxt, n_next, finished
 
@@ -224,15 +232,17 @@ class PartitionedRun(ResidentRun):
         component's new id asked of its root's owner. ``(round maps per range, n_next, finished)``."""
         c, key = self.client, self.builder.key
         rpins = self._range_pins(len(parents))
-        counts = c.gather([c.submit(ranged.counts, p, key=key("counts", rnd, r), **rpins[r])
-                           for r, p in enumerate(parents)])
+        with Batch(c) as b:
+            counted = [b.submit(ranged.counts, p, key=key("counts", rnd, r), **rpins[r]) for r, p in enumerate(parents)]
+        counts = c.gather(counted)
         roots = np.array([a for a, _ in counts], np.int64)
         fins = np.array([b for _, b in counts], np.int64)
         root_off = np.concatenate([[0], np.cumsum(roots)[:-1]])
         fin_off = finished + np.concatenate([[0], np.cumsum(fins)[:-1]])
-        numbered = [c.submit(ranged.number, p, int(root_off[r]), int(fin_off[r]), key=key("number", rnd, r),
-                             **rpins[r])
-                    for r, p in enumerate(parents)]
+        with Batch(c) as b:
+            numbered = [b.submit(ranged.number, p, int(root_off[r]), int(fin_off[r]), key=key("number", rnd, r),
+                                 **rpins[r])
+                        for r, p in enumerate(parents)]
         rmaps = self._exchange("relabel", rnd, parents, numbered,
                                split=functools.partial(ranged.split_roots, bounds=bounds),
                                serve=ranged.serve_new_ids, assemble=ranged.relabel,
@@ -361,12 +371,17 @@ def canonical_labels(run, rnd, parts):
                            serve=ranged.serve_firsts, assemble=ranged.firsts)
     counts = c.gather([c.submit(ranged.count_firsts, f, key=key("first-count", rnd, j)) for j, f in enumerate(firsts)])
     offsets = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
-    pushed = [c.submit(ranged.numbered_parts, f, int(offsets[j]), fb, key=key("numbered", rnd, j))
-              for j, f in enumerate(firsts)]
-    kept = [c.submit(ranged.keep_labels, int(fb[r]), int(fb[r + 1]),
-                     *[c.submit(ranged.numbered_part, p, r, key=key("numbered-part", rnd, f"{j}.{r}"))
-                       for j, p in enumerate(pushed)], key=key("numbered-kept", rnd, r))
-            for r in range(fb.shape[0] - 1)]
+    fpins = run._range_pins(len(firsts))  # where the exchange left each range's firsts
+    # what one worker's ranges push to owner r: one task per worker and owner, not per range and owner
+    groups, opins = by_worker(fpins), run._range_pins(fb.shape[0] - 1)
+    with Batch(c) as b:
+        pushed = [b.submit(ranged.numbered_parts, f, int(offsets[j]), fb, key=key("numbered", rnd, j), **fpins[j])
+                  for j, f in enumerate(firsts)]
+        kept = [b.submit(ranged.keep_labels, int(fb[r]), int(fb[r + 1]),
+                         *[b.submit(ranged.numbered_part, r, *[pushed[j] for j in js],
+                                    key=key("numbered-part", rnd, f"{g}.{r}"), **fpins[js[0]])
+                           for g, js in enumerate(groups)], key=key("numbered-kept", rnd, r), **opins[r])
+                for r in range(fb.shape[0] - 1)]
     labels = run._exchange("canonical", rnd, firsts, kept, split=functools.partial(ranged.split_fids, bounds=fb),
                            serve=ranged.serve_map, assemble=ranged.final_labels)
     return labels, int(sum(counts))

@@ -4,17 +4,20 @@ from __future__ import annotations
 import time
 
 from mst_dist.engine import ranged
+from mst_dist.engine.batch import Batch
 from mst_dist.result import RoundStats
 
 
-def end_round(run, st, mode, times, components, mapped, found):
+def end_round(run, st, mode, times, components, mapped, found, edges_before=None):
     """The edges left and the forest edges found (futures of counts, ``found``) in one gather, the
     round's :class:`~mst_dist.result.RoundStats` (``times``: its start and the contract's end), the next
-    round."""
+    round.  ``edges_before``: the round's edges at its start, when not ``st.edges_left`` (the local
+    contraction counts them after dropping self-loops)."""
     c, key, rnd = run.client, run.builder.key, st.rnd
-    edges = [c.submit(ranged.edges_in, m, key=key("count", rnd, i), **run.pins[i]) for i, m in enumerate(mapped)]
+    with Batch(c) as b:
+        edges = [b.submit(ranged.edges_in, m, key=key("count", rnd, i), **run.pins[i]) for i, m in enumerate(mapped)]
     counted = c.gather(edges + found)
-    edges_before = st.edges_left
+    edges_before = st.edges_left if edges_before is None else edges_before
     st.edges_left, n_forest = sum(counted[:len(edges)]), sum(counted[len(edges):])
     t0, t_contract = times
     t_end = time.perf_counter()
