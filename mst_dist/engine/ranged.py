@@ -284,10 +284,9 @@ def filter_block(mapped, split_out, *answers, n_next, next_bounds, chosen_bundle
     """
     chosen_parts = [b[chosen_at] for b in chosen_bundles]
     block = mapped[0]
-    ids = split_out.ids
-    new = vr.answers_of(split_out, answers)
-    u, v, key, eid = block.chunk.edges()
-    pu, pv = split_out.lu, split_out.lv  # each end's index into ids, from the split's one sort
+    new = vr.answers_of(split_out, answers)  # the new id of each of the split's ids
+    _, _, key, eid = block.chunk.edges()
+    pu, pv = split_out.lu, split_out.lv  # each end's index into the split's ids, from its one sort
     # the next round's ids touched here, sorted, and each old id's index among them
     nids, at = np.unique(new, return_inverse=True)
     lu, lv = at[pu], at[pv]

@@ -175,26 +175,7 @@ class PartitionedRun(ResidentRun):
         self.events.emit(round=rnd, phase="map", components=n_comp, edges=st.edges_left)
         R = bounds.shape[0] - 1
         rpins = self._range_pins(R)  # a range's tasks run where its owner is: only what is asked moves
-        # merge: per range, a tree of the chunks' candidates
-        cands = []
-        chunk_groups = by_worker(self.pins)  # the chunks of one worker merge there first
-        with Batch(c) as b:
-            for r in range(R):
-                lo, hi = int(bounds[r]), int(bounds[r + 1])
-                level = [b.submit(ranged.merge_range_of, r, lo, hi, *[mapped[i] for i in js],
-                                  key=key("cand", rnd, f"{g}.{r}"), **self.pins[js[0]])
-                         for g, js in enumerate(chunk_groups)]
-                if not level:  # a graph with no edge chunk
-                    level = [b.submit(ranged.merge, lo, hi, key=key("merge", rnd, f"{r}.empty"), **rpins[r])]
-                depth = 0
-                while len(level) > 1:
-                    k = self.spec.split_every
-                    level = [b.submit(ranged.merge, lo, hi, *level[j:j + k],
-                                      key=key("merge", rnd, f"{r}.{depth}.{j // k}"), **rpins[r])
-                             for j in range(0, len(level), k)]
-                    depth += 1
-                cands.append(b.submit(ranged.range_candidates, level[0], lo, hi, key=key("merged", rnd, r),
-                                      **rpins[r]))
+        cands = merge_candidates(self, rnd, mapped, bounds)  # merge: per range, a tree of the chunks' candidates
         # contract: hook (mutual pairs found by asking the partner's owner), jump, number, relabel
         hooked = self._exchange("hook", rnd, cands, cands, split=functools.partial(ranged.split_others, bounds=bounds),
                                 serve=ranged.serve_edge_ids, assemble=ranged.hook)
@@ -221,7 +202,7 @@ class PartitionedRun(ResidentRun):
                       for r, ch in enumerate(chosen)]
             # one task per range and chunk worker takes that worker's chunks' forest ids of the range
             routed = [[b.submit(ranged.pick, rt, js, key=key("routed", rnd, f"{r}.{g}"), **rpins[r])
-                       for g, js in enumerate(chunk_groups)] for r, rt in enumerate(routes)]
+                       for g, js in enumerate(by_worker(self.pins))] for r, rt in enumerate(routes)]
             found = [b.submit(len, ch, key=key("forest-count", rnd, r), **rpins[r]) for r, ch in enumerate(chosen)]
         mapped, labels, nxt = self._filter(rnd, mapped, labels, rmaps, bounds, n_next, routed)
         end_round(self, st, "partitioned", (t0, t_contract), (n_comp, n_next), mapped, found)
@@ -350,6 +331,30 @@ class PartitionedRun(ResidentRun):
                           for j, vl in enumerate(lab_f)])
         labels = np.concatenate(parts) if parts else np.zeros(0, np.int64)
         return labels, self.n_components
+
+
+def merge_candidates(run, rnd, mapped, bounds):
+    """merge: per range, a tree reduction of the chunks' candidates (those of one worker's chunks merged
+    there first); futures of each range's merged candidates, on its owner."""
+    key, R = run.builder.key, bounds.shape[0] - 1
+    rpins, k = run._range_pins(R), run.spec.split_every
+    cands = []
+    with Batch(run.client) as b:
+        for r in range(R):
+            lo, hi = int(bounds[r]), int(bounds[r + 1])
+            level = [b.submit(ranged.merge_range_of, r, lo, hi, *[mapped[i] for i in js],
+                              key=key("cand", rnd, f"{g}.{r}"), **run.pins[js[0]])
+                     for g, js in enumerate(by_worker(run.pins))]
+            if not level:  # a graph with no edge chunk
+                level = [b.submit(ranged.merge, lo, hi, key=key("merge", rnd, f"{r}.empty"), **rpins[r])]
+            depth = 0
+            while len(level) > 1:
+                level = [b.submit(ranged.merge, lo, hi, *level[j:j + k],
+                                  key=key("merge", rnd, f"{r}.{depth}.{j // k}"), **rpins[r])
+                         for j in range(0, len(level), k)]
+                depth += 1
+            cands.append(b.submit(ranged.range_candidates, level[0], lo, hi, key=key("merged", rnd, r), **rpins[r]))
+    return cands
 
 
 def canonical_labels(run, rnd, parts):
