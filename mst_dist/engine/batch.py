@@ -14,15 +14,21 @@ tasks: about 4.3 ms a task submitted one by one, 2.1 ms in one graph.
 
 The futures handed back name keys the scheduler does not know until the
 flush: use a batch as a context manager (it flushes on leaving) and wait on
-nothing it handed back inside it.
+nothing it handed back inside it.  With a Dask older than its task
+specification (``dask._task_spec``, Dask 2025.1), each call is a plain
+``submit``.
 """
 from __future__ import annotations
 
 import uuid
 
-from dask._task_spec import Task, parse_input
 from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 from distributed import Future
+
+try:
+    from dask._task_spec import Task, parse_input
+except ImportError:  # pragma: no cover - Dask before 2025.1: tasks are submitted one by one
+    Task = None
 
 
 class Batch:
@@ -36,6 +42,9 @@ class Batch:
 
     def submit(self, func, *args, key, workers=None, allow_other_workers=False, **kwargs):
         """A future of ``func(*args, **kwargs)`` under ``key``, placed as ``submit``'s keywords say."""
+        if Task is None:
+            return self.client.submit(func, *args, key=key, workers=workers,
+                                      allow_other_workers=allow_other_workers, **kwargs)
         if key in self._tasks or key in self.client.futures:
             return Future(key, self.client)  # as ``submit`` does for a key it has already sent
         self._tasks[key] = Task(key, func, *(parse_input(a) for a in args),
