@@ -24,6 +24,7 @@ tasks.  The functions that run on the workers are in
 from __future__ import annotations
 
 from mst_dist.engine.batch import Batch
+from mst_dist.kernels.vertex_ranges import narrow
 
 
 def exchange(client, key, requests, owners, *, serve, assemble, split, pins=None, owner_pins=None,
@@ -102,7 +103,7 @@ def _serve(serve, owner, sizes, order, slot, *asks):
     parts = [None] * len(order)
     for j, p in zip(order, (p for bundle in asks for p in bundle[slot])):
         parts[j] = p
-    answers = serve(owner, *parts)
+    answers = [narrow(a) for a in serve(owner, *parts)]  # int32 on the wire where they fit; assembled as int64
     out, k = [], 0
     for size in sizes:
         out.append([answers[j] for j in order[k:k + size]])

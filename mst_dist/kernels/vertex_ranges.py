@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["distinct", "even_bounds", "owner_of", "split_by_owner", "put_back", "Split", "EndsSplit", "cut_sorted",
+__all__ = ["distinct", "narrow", "even_bounds", "owner_of", "split_by_owner", "put_back", "Split", "EndsSplit", "cut_sorted",
            "cut_ends", "answers_of", "sort_edges",
            "local_ids", "cheapest_sorted", "lightest_parallel", "merge_cheapest", "split_candidates",
            "EMPTY_CANDIDATES"]
@@ -39,6 +39,23 @@ def distinct(a):
     keep[0] = True
     np.not_equal(s[1:], s[:-1], out=keep[1:])
     return s[keep]
+
+
+_I32 = np.iinfo(np.int32)
+
+
+def narrow(a, is_sorted=False):
+    """Integers ``a`` as int32 where every value fits, else as they are: what crosses workers is half the
+    bytes.  Whoever reads them widens them again (:func:`answers_of`), so int64 stays the type at the
+    edges of the system.
+
+    >>> narrow(np.array([3, -1])).dtype, narrow(np.array([2**40])).dtype
+    (dtype('int32'), dtype('int64'))
+    """
+    if a.dtype != np.int64 or not a.shape[0]:
+        return a
+    lo, hi = (a[0], a[-1]) if is_sorted else (a.min(), a.max())
+    return a.astype(np.int32) if _I32.min <= lo and hi <= _I32.max else a
 
 
 def even_bounds(n, ranges):
@@ -105,7 +122,8 @@ def cut_ends(u, v, bounds) -> EndsSplit:
     ([[1], [5, 8]], [1, 0], [0, 2])
     """
     ids, lu, lv = local_ids(u, v)
-    return EndsSplit(ids, np.searchsorted(ids, bounds), lu.astype(np.int32), lv.astype(np.int32))
+    return EndsSplit(narrow(ids, is_sorted=True), np.searchsorted(ids, bounds), lu.astype(np.int32),
+                     lv.astype(np.int32))
 
 
 def cut_sorted(ids, bounds) -> Split:
@@ -115,7 +133,7 @@ def cut_sorted(ids, bounds) -> Split:
     >>> [s.part(r).tolist() for r in range(2)]
     [[1, 2], [5, 8]]
     """
-    return Split(ids, np.searchsorted(ids, bounds))
+    return Split(narrow(ids, is_sorted=True), np.searchsorted(ids, bounds))
 
 
 def answers_of(split: Split, answers, dtype=np.int64):
@@ -207,6 +225,8 @@ def merge_cheapest(lo, hi, *tables):
 
 
 def split_candidates(table, bounds):
-    """A candidate table (sorted by ``comp``) cut into the ranges of ``bounds``."""
+    """A candidate table (sorted by ``comp``) cut into the ranges of ``bounds``; components as int32 where
+    they fit (:func:`narrow`: the candidates cross workers to their ranges' owners)."""
     cuts = np.searchsorted(table[0], bounds)
+    table = (narrow(table[0], is_sorted=True), table[1], table[2], narrow(table[3]))
     return [tuple(col[cuts[r]:cuts[r + 1]] for col in table) for r in range(bounds.shape[0] - 1)]

@@ -77,3 +77,33 @@ def test_distinct_is_numpys_unique(dtype, size):
     got = vr.distinct(a)
     np.testing.assert_array_equal(got, np.unique(a))
     assert got.dtype == a.dtype
+
+
+@pytest.mark.parametrize("top", [2**31 - 1, 2**31, 2**40])
+def test_ids_narrowed_on_the_wire_only_where_they_fit_and_widened_back(top):
+    """Requests, answers and candidates cross workers as int32 where every value fits, else as int64;
+    the requester reads the same int64 values either way."""
+    rng = np.random.default_rng(top % 97)
+    u = np.concatenate([rng.integers(0, 1000, 50), [top]]).astype(np.int64)
+    v = rng.integers(0, 1000, 51).astype(np.int64)
+    bounds = np.array([0, 500, top + 1], np.int64)
+    split = vr.cut_ends(u, v, bounds)
+    fits = top <= np.iinfo(np.int32).max
+    assert split.ids.dtype == (np.int32 if fits else np.int64)
+    np.testing.assert_array_equal(split.ids, np.unique(np.concatenate([u, v])))
+    np.testing.assert_array_equal(split.ids[split.lu], u)
+    np.testing.assert_array_equal(split.ids[split.lv], v)
+    # answers of two owners, one narrowed and one not, read back as int64
+    parts = [vr.narrow(split.part(r).astype(np.int64) * -3) for r in range(2)]
+    got = vr.answers_of(split, parts)
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got, np.asarray(split.ids, np.int64) * -3)
+    # candidate tables: components and partners narrowed where they fit, keys and edge ids kept
+    table = (np.array([1, 7, top], np.int64), np.array([5, 6, 7], np.uint64), np.array([0, 1, 2**40], np.int64),
+             np.array([7, top, 1], np.int64))
+    cut = vr.split_candidates(table, bounds)
+    assert [c[0].dtype for c in cut] == [np.int32 if fits else np.int64] * 2
+    assert cut[0][2].dtype == np.int64 and cut[0][1].dtype == np.uint64
+    merged = vr.merge_cheapest(0, 500, cut[0])
+    np.testing.assert_array_equal(merged[0], [1, 7])
+    np.testing.assert_array_equal(merged[3], [7, top])

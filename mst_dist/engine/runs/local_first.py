@@ -27,6 +27,7 @@ import functools
 import time
 
 from mst_dist.engine import ranged
+from mst_dist.engine.batch import Batch
 from mst_dist.engine.exchange import by_worker
 from mst_dist.engine.runs.round_end import end_round
 from mst_dist.kernels.vertex_ranges import even_bounds
@@ -49,10 +50,11 @@ def contract_locally(run, st):
     t0 = time.perf_counter()
     bounds = even_bounds(n, run.n_ranges)
     rpins = run._range_pins(bounds.shape[0] - 1)
-    labels = [c.submit(ranged.first_labels, int(lo), int(hi), key=key("labels-init", rnd, r), **rpins[r])
-              for r, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:]))]
-    loaded = [c.submit(ranged.prepare_local, raw, off, n, key=key("local-prepare", rnd, i), **run.pins[i])
-              for i, (raw, off) in enumerate(zip(st.raws, st.offsets))]
+    with Batch(c) as b:
+        labels = [b.submit(ranged.first_labels, int(lo), int(hi), key=key("labels-init", rnd, r), **rpins[r])
+                  for r, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:]))]
+        loaded = [b.submit(ranged.prepare_local, raw, off, n, key=key("local-prepare", rnd, i), **run.pins[i])
+                  for i, (raw, off) in enumerate(zip(st.raws, st.offsets))]
     split = functools.partial(ranged.split_ends, bounds=bounds)
     if run.spec.local_contraction == "auto":
         # a sample of the vertices first: a random graph, with hardly any interior vertex, pays for 1/64 of
@@ -67,31 +69,35 @@ def contract_locally(run, st):
     touched = run._exchange("touch", rnd, loaded, labels, split=split, serve=ranged.serve_touch,
                             assemble=ranged.interior_of, pins=run.pins)
     J = len(touched)
-    counted = c.gather([c.submit(ranged.interior_vertices, t, key=key("interior", rnd, i), **run.pins[i])
-                        for i, t in enumerate(touched)]
-                       + [c.submit(ranged.edges_in, t, key=key("local-edges", rnd, i), **run.pins[i])
-                          for i, t in enumerate(touched)])
+    with Batch(c) as b:
+        counts = ([b.submit(ranged.interior_vertices, t, key=key("interior", rnd, i), **run.pins[i])
+                   for i, t in enumerate(touched)]
+                  + [b.submit(ranged.edges_in, t, key=key("local-edges", rnd, i), **run.pins[i])
+                     for i, t in enumerate(touched)])
+    counted = c.gather(counts)
     interior, edges_before = sum(counted[:J]), sum(counted[J:])
     run.stats.vertex_partition.update(interior_vertices=int(interior), local_contraction=False)
     if not interior:
         return _uncontracted(run, rnd, touched, labels, bounds)
     run.events.emit(round=rnd, phase="local-contraction", components=n, edges=edges_before)
-    contracted = [c.submit(ranged.contract_block, t, n, bounds, key=key("local-contract", rnd, i), **run.pins[i])
-                  for i, t in enumerate(touched)]
-    # the contracted vertices to the owners of their ranges: one task per range and chunk worker
     groups = by_worker(run.pins)
-    parents = [c.submit(ranged.local_parents, int(bounds[r]), int(bounds[r + 1]),
-                        *[c.submit(ranged.local_pairs_of, r, *[contracted[j] for j in js],
-                                   key=key("local-pairs", rnd, f"{g}.{r}"), **run.pins[js[0]])
-                          for g, js in enumerate(groups)],
-                        key=key("local-parents", rnd, r), **rpins[r])
-               for r in range(bounds.shape[0] - 1)]
+    with Batch(c) as b:
+        contracted = [b.submit(ranged.contract_block, t, n, bounds, key=key("local-contract", rnd, i), **run.pins[i])
+                      for i, t in enumerate(touched)]
+        # the contracted vertices to the owners of their ranges: one task per range and chunk worker
+        parents = [b.submit(ranged.local_parents, int(bounds[r]), int(bounds[r + 1]),
+                            *[b.submit(ranged.local_pairs_of, r, *[contracted[j] for j in js],
+                                       key=key("local-pairs", rnd, f"{g}.{r}"), **run.pins[js[0]])
+                              for g, js in enumerate(groups)],
+                            key=key("local-parents", rnd, r), **rpins[r])
+                   for r in range(bounds.shape[0] - 1)]
     rmaps, n_next, finished = run._renumber(rnd, parents, bounds, 0)
     t_contract = time.perf_counter()
     mapped, labels, nxt = run._filter(rnd, contracted, labels, rmaps, bounds, n_next)
     run.stats.vertex_partition["local_contraction"] = True
-    found = [c.submit(ranged.forest_count, m, key=key("forest-count", rnd, i), **run.pins[i])
-             for i, m in enumerate(contracted)]
+    with Batch(c) as b:
+        found = [b.submit(ranged.forest_count, m, key=key("forest-count", rnd, i), **run.pins[i])
+                 for i, m in enumerate(contracted)]
     end_round(run, st, "local-contraction", (t0, t_contract), (n, n_next), mapped, found,
               edges_before=edges_before)
     return mapped, labels, nxt, n_next, finished
@@ -100,6 +106,7 @@ def contract_locally(run, st):
 def _uncontracted(run, rnd, loaded, labels, bounds):
     """No contraction: the chunks mapped for the first round as they are."""
     c, key = run.client, run.builder.key
-    mapped = [c.submit(ranged.map_loaded, m, bounds, key=key("prepare", rnd, i), **run.pins[i])
-              for i, m in enumerate(loaded)]
+    with Batch(c) as b:
+        mapped = [b.submit(ranged.map_loaded, m, bounds, key=key("prepare", rnd, i), **run.pins[i])
+                  for i, m in enumerate(loaded)]
     return mapped, labels, bounds, run.g.n_vertices, 0

@@ -112,13 +112,12 @@ class PartitionedRun(ResidentRun):
                 self._save(st, labels, mapped, n_comp, finished)
         else:
             bounds = even_bounds(n, self.n_ranges)
-            mapped = [c.submit(ranged.prepare, raw, off, n, bounds, key=self.builder.key("prepare", 0, i),
-                               **self.pins[i])
-                      for i, (raw, off) in enumerate(zip(st.raws, st.offsets))]
             lpins = self._range_pins(bounds.shape[0] - 1)
-            labels = [c.submit(ranged.first_labels, int(lo), int(hi), key=self.builder.key("labels-init", 0, r),
-                               **lpins[r])
-                      for r, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:]))]
+            with Batch(c) as b:
+                mapped = [b.submit(ranged.prepare, raw, off, n, bounds, key=self.builder.key("prepare", 0, i),
+                                   **self.pins[i]) for i, (raw, off) in enumerate(zip(st.raws, st.offsets))]
+                labels = [b.submit(ranged.first_labels, int(lo), int(hi), key=self.builder.key("labels-init", 0, r),
+                                   **lpins[r]) for r, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:]))]
             n_comp, finished = n, 0
         st.edges_left = self._count_edges(st.rnd, mapped)
         self.stats.setup_seconds = time.perf_counter() - self.t_start
@@ -140,9 +139,9 @@ class PartitionedRun(ResidentRun):
                              finished=finished)
 
     def _count_edges(self, rnd, mapped):
-        c = self.client
-        return sum(c.gather([c.submit(ranged.edges_in, m, key=self.builder.key("count", rnd, i))
-                             for i, m in enumerate(mapped)]))
+        with Batch(self.client) as b:
+            counts = [b.submit(ranged.edges_in, m, key=self.builder.key("count", rnd, i)) for i, m in enumerate(mapped)]
+        return sum(self.client.gather(counts))
 
     def _resume(self, st, saved):
         """Go on from a saved partitioned round: each chunk loaded again and relabelled by asking the
@@ -269,9 +268,9 @@ class PartitionedRun(ResidentRun):
         return [c.submit(operator.getitem, routes, j, key=key("base-routed", st.rnd, j)) for j in range(len(mapped))]
 
     def _forest(self, mapped, base):
-        c, key = self.client, self.builder.key
-        return [c.submit(ranged.forest_of, m, *([base[j]] if base else []), key=key("forest", 0, j))
-                for j, m in enumerate(mapped)]
+        with Batch(self.client) as b:
+            return [b.submit(ranged.forest_of, m, *([base[j]] if base else []), key=self.builder.key("forest", 0, j))
+                    for j, m in enumerate(mapped)]
 
     # -- finish and write --------------------------------------------------------------------
 
