@@ -9,8 +9,8 @@ assembles), so that cost is most of a round on graphs of modest size.  A
 :class:`~dask.highlevelgraph.HighLevelGraph` when it is flushed (one layer
 per placement, its ``workers``/``allow_other_workers`` as the layer's
 annotations, which the scheduler applies to each key as it would the
-keywords of ``submit``).  Measured on 2 in-process workers, 2,000 pinned
-tasks: about 4.3 ms a task submitted one by one, 2.1 ms in one graph.
+keywords of ``submit``).  ``python -m benchmarks.submit_batch`` measures
+both ways on 2 in-process workers (see docs/benchmarks.md).
 
 The futures handed back name keys the scheduler does not know until the
 flush: use a batch as a context manager (it flushes on leaving) and wait on
