@@ -17,8 +17,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["distinct", "narrow", "even_bounds", "owner_of", "split_by_owner", "put_back", "Split", "EndsSplit", "cut_sorted",
-           "cut_ends", "answers_of", "sort_edges",
+__all__ = ["distinct", "narrow", "even_bounds", "owner_of", "split_by_owner", "put_back", "Split", "EndsSplit",
+           "cut_sorted", "cut_ends", "answers_of", "sort_edges",
            "local_ids", "cheapest_sorted", "lightest_parallel", "merge_cheapest", "split_candidates",
            "EMPTY_CANDIDATES"]
 

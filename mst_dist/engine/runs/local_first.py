@@ -59,7 +59,8 @@ def contract_locally(run, st):
     if run.spec.local_contraction == "auto":
         # a sample of the vertices first: a random graph, with hardly any interior vertex, pays for 1/64 of
         # the full count
-        probe = run._exchange("probe", rnd, loaded, labels, serve=ranged.serve_touch, assemble=ranged.count_sampled_interior,
+        probe = run._exchange("probe", rnd, loaded, labels, serve=ranged.serve_touch,
+                              assemble=ranged.count_sampled_interior,
                               split=functools.partial(ranged.split_sampled, bounds=bounds, step=PROBE_STEP),
                               pins=run.pins)
         estimate = sum(c.gather(probe)) * PROBE_STEP

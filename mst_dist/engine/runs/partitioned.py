@@ -181,7 +181,8 @@ class PartitionedRun(ResidentRun):
         with Batch(c) as b:
             parents = [b.submit(ranged.parents_of, h, key=key("parents", rnd, r), **rpins[r])
                        for r, h in enumerate(hooked)]
-            chosen = [b.submit(ranged.chosen_of, h, key=key("chosen", rnd, r), **rpins[r]) for r, h in enumerate(hooked)]
+            chosen = [b.submit(ranged.chosen_of, h, key=key("chosen", rnd, r), **rpins[r])
+                      for r, h in enumerate(hooked)]
         jumps, pending = 0, 1  # after hooking, some component points at a non-root unless all are roots
         while pending:
             parents = self._exchange("jump", rnd, parents, parents,
