@@ -202,7 +202,7 @@ def test_start_local_script(tmp_path):
         pids = {q.pid for q in psutil.Process(p.pid).children(recursive=True)}
     finally:
         p.send_signal(signal.SIGINT)
-        p.wait(timeout=60)
+        p.wait(timeout=180)  # a bound on a hang: the nanny and the scheduler close in turn, slowly on a busy box
         taken.close()
     deadline = time.monotonic() + 30
     while any(psutil.pid_exists(q) and psutil.Process(q).status() != psutil.STATUS_ZOMBIE for q in pids):

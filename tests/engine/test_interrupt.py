@@ -42,7 +42,9 @@ with LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_
                 os._exit(3)
             time.sleep(0.01)
         print("tasks running", flush=True)
-        os.kill(os.getpid(), signal.SIGINT)
+        # to the main thread, as a terminal's Ctrl-C reaches it: a process-wide signal taken by this thread
+        # leaves the main thread blocked in its wait until the run is over
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
 
     threading.Thread(target=ctrl_c_while_tasks_run, daemon=True).start()
     try:
