@@ -354,7 +354,7 @@ def serve_touch(vl: VertexLabels, *parts):
 def split_sampled(mapped, bounds, step):
     """A chunk's vertices that are multiples of ``step`` (a sample, to estimate how many are interior)."""
     u, v, _, _ = mapped[0].chunk.edges()
-    ids = vr.distinct(np.concatenate([np.asarray(u, np.int64), np.asarray(v, np.int64)]))
+    ids = vr.distinct(np.concatenate([u, v]))
     return vr.cut_sorted(ids[ids % step == 0], bounds)
 
 
@@ -512,9 +512,6 @@ def numbered_parts(f, offset, bounds):
 
 def numbered_part(r, *nbs):
     """Owner ``r``'s part of some :class:`Numbered` (one worker's ranges of vertices): ``(ids, labels)``."""
-    if len(nbs) == 1:
-        nb = nbs[0]
-        return nb.ids[nb.cuts[r]:nb.cuts[r + 1]], nb.labels[nb.cuts[r]:nb.cuts[r + 1]]
     return (np.concatenate([nb.ids[nb.cuts[r]:nb.cuts[r + 1]] for nb in nbs]),
             np.concatenate([nb.labels[nb.cuts[r]:nb.cuts[r + 1]] for nb in nbs]))
 
