@@ -147,7 +147,8 @@ def sample_chunk(source, start, stop, offset, n_vertices, validate, rate, seed, 
                        int(raw[0].shape[0]), _nbytes(raw))
 
 
-def _in_slice(key, eid, lo, hi):
+def in_slice(key, eid, lo, hi):
+    """Which edges lie in the slice ``lo < (key, eid) <= hi`` of the strict order."""
     keep = np.ones(key.shape[0], bool)
     if lo is not None:
         tk, te = np.uint64(lo[0]), np.int64(lo[1])
@@ -160,9 +161,14 @@ def _in_slice(key, eid, lo, hi):
 
 def survivors(vmap, u, v, key, eid, lo):
     """``(key, eid)`` of the sampled edges above ``lo`` whose ends are in two components, in order."""
-    keep = _in_slice(key, eid, lo, None)
-    if vmap is not None:
-        keep &= vmap[u] != vmap[v]
+    return survivors_labelled(None if vmap is None else vmap[u], None if vmap is None else vmap[v], key, eid, lo)
+
+
+def survivors_labelled(cu, cv, key, eid, lo):
+    """As :func:`survivors`, given each sampled edge's ends' components ``cu, cv`` (``None``: not joined yet)."""
+    keep = in_slice(key, eid, lo, None)
+    if cu is not None:
+        keep &= cu != cv
     k, e = key[keep], eid[keep]
     order = np.lexsort((e, k))
     return k[order], e[order]

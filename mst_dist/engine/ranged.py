@@ -446,6 +446,33 @@ def base_map(n_vertices, *maps):
     return RangeMap(0, int(final.shape[0]), final)
 
 
+# -- a partitioned streaming run: each pass relabelled by the owners of the vertex map ----------
+
+
+def slice_block(kept):
+    """A pass's kept chunk (the slice's edges over the original vertex ids, self-loops dropped) as a
+    :class:`Block` in the ``(key, eid)`` order: :func:`filter_block`, given the owners' labels of its
+    ends, relabels it and drops the edges inside a component."""
+    u, v, key, eid = vr.sort_edges(*(to_host(a) for a in kept.edges()))
+    return Block(Chunk(u, v, key, eid, packing=kept.packing), []), None
+
+
+def flip(vl: VertexLabels):
+    """Each ``c`` as ``-(c + 1)`` and back: the components a pass finished (``-(F + 1)``) are the next
+    pass's live ids ``F``."""
+    return VertexLabels(vl.lo, vl.hi, vr.narrow(-vl.labels - 1))
+
+
+def max_finished(vl: VertexLabels):
+    """The largest finished id ``F`` of a range of vertices whose labels are all ``-(F + 1)`` (``-1``: none)."""
+    return int((-vl.labels.astype(np.int64) - 1).max()) if vl.labels.shape[0] else -1
+
+
+def labels_at(vl: VertexLabels, ids):
+    """The labels of the vertices ``ids`` (sorted, in ``[lo, hi)``), as int64."""
+    return vl.labels[ids - vl.lo].astype(np.int64)
+
+
 # -- canonical numbering: a component is numbered by its smallest vertex --------------------
 
 

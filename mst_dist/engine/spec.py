@@ -86,6 +86,9 @@ class RunSpec:
         Whether a partitioned run first contracts the vertices only one chunk
         touches, in that chunk ("auto": where at least an eighth of the
         vertices are such).
+    slice_edges : "auto" or int
+        Most edges one pass of a streaming run keeps ("auto": what a quarter
+        of the workers' memory holds).
     progress : callable or None
         Called with each progress event (not part of the run's identity).
     publish : bool
@@ -114,6 +117,7 @@ class RunSpec:
     vertex_ranges: int | None = None
     vertex_base: int | str = "auto"
     local_contraction: str = "auto"
+    slice_edges: int | str = "auto"
     progress: Callable[[dict], Any] | None = field(default=None, compare=False, repr=False)
     publish: bool = True
     gather: bool = True
@@ -149,6 +153,9 @@ class RunSpec:
         vb = self.vertex_base
         if vb != "auto" and not (_is_int(vb) and vb >= 0):
             _fail("vertex_base", f"must be 'auto' or a number of components >= 0, got {vb!r}")
+        se = self.slice_edges
+        if se != "auto" and not (_is_int(se) and se >= 1):
+            _fail("slice_edges", f"must be 'auto' or a number of edges >= 1, got {se!r}")
         if self.throughput is not None:
             tp = self.throughput
             if not isinstance(tp, Mapping) or not tp or not all(
@@ -178,7 +185,7 @@ class RunSpec:
               light_factor=None, min_degree=None, throughput=None, output=None, labels_output=None,
               checkpoint=None, resume=True, progress=None, publish=True, gather=True,
               storage_options=None, vertex_partition=None, vertex_ranges=None, vertex_base=None,
-              local_contraction=None) -> "RunSpec":
+              local_contraction=None, slice_edges=None) -> "RunSpec":
         """A spec from keywords, ``None`` meaning the setting's value (``dask.config``, then the defaults).
 
         Raises :class:`~mst_dist.config.ConfigError` (a ``ValueError``)
@@ -204,6 +211,7 @@ class RunSpec:
                    vertex_ranges=config.get("vertex-ranges", vertex_ranges, None),
                    vertex_base=config.get("vertex-base", vertex_base, "auto"),
                    local_contraction=config.get("local-contraction", local_contraction, "auto"),
+                   slice_edges=config.get("slice-edges", slice_edges, "auto"),
                    storage_options=None if storage_options is None else dict(storage_options)
                    if isinstance(storage_options, Mapping) else storage_options)
 
@@ -219,4 +227,5 @@ class RunSpec:
         """
         return {"partitions": self.partitions, "local_finish": self.local_finish,
                 "split_every": self.split_every, "light_factor": self.light_factor,
-                "min_degree": self.min_degree, "backend": self.backend, "stream": self.stream}
+                "min_degree": self.min_degree, "backend": self.backend, "stream": self.stream,
+                "slice_edges": self.slice_edges}

@@ -13,7 +13,10 @@ plan, load, rounds, finish, write) under a watchdog.  The kinds:
 ``partitioned`` (:class:`~mst_dist.engine.runs.partitioned.PartitionedRun`)
     the chunks stay on the workers and the per-vertex state is cut into
     ranges of component ids, each owned by a task, when it would not fit on
-    one worker.
+    one worker;
+``spread-streaming`` (:class:`~mst_dist.engine.runs.spread_streaming.SpreadStreamingRun`)
+    both: the edges streamed in passes, the vertex map cut into ranges of
+    vertices and each slice solved by partitioned rounds.
 
 A new kind is a new module with a :class:`Run` subclass, listed in
 :data:`KINDS` and chosen by :func:`choose_kind`.
@@ -35,26 +38,28 @@ from mst_dist.engine.runs.checkpointing import RunCheckpoint
 from mst_dist.engine.runs.connect import ClusterLayout, check_stream_memory, check_vertex_memory, connect
 from mst_dist.engine.runs.partitioned import PartitionedRun
 from mst_dist.engine.runs.resident import ResidentRun
+from mst_dist.engine.runs.spread_streaming import SpreadStreamingRun
 from mst_dist.engine.runs.streaming import StreamingRun
 from mst_dist.engine.watchdog import Watchdog, cancel_run, stalled_from_killed
 
-__all__ = ["KINDS", "Run", "PartitionedRun", "ResidentRun", "StreamingRun", "choose_kind", "execute"]
+__all__ = ["KINDS", "Run", "PartitionedRun", "ResidentRun", "SpreadStreamingRun", "StreamingRun", "choose_kind",
+           "execute"]
 
 #: Every kind of run, by name.
-KINDS = {ResidentRun.kind: ResidentRun, StreamingRun.kind: StreamingRun, PartitionedRun.kind: PartitionedRun}
+KINDS = {k.kind: k for k in (ResidentRun, StreamingRun, PartitionedRun, SpreadStreamingRun)}
 
 
 def choose_kind(spec, graph, cluster: ClusterLayout, ckpt: RunCheckpoint | None) -> str:
     """The kind of run for ``graph`` under ``spec`` on ``cluster``.
 
     A run resumed from a checkpoint goes on as the saved run went (``auto``
-    may now decide otherwise).  The per-vertex state is cut into ranges
-    (``partitioned``) when asked to, or (``auto``, on a cluster of several
-    workers) when it would not fit comfortably on one worker; otherwise a
-    graph whose per-vertex state no worker can hold is refused here, before
-    any work.  Edges are streamed
-    when asked to, or (``auto``) when they would not fit in the workers'
-    memory.
+    may now decide otherwise).  Edges are streamed when asked to, or
+    (``auto``) when they would not fit in the workers' memory.  The
+    per-vertex state is cut into ranges (``partitioned``, or with streaming
+    ``spread-streaming``) when asked to, or (``auto``, on a cluster of
+    several workers) when it would not fit comfortably on one worker (a
+    resident run) or not at all (a streaming run); otherwise a graph whose
+    per-vertex state no worker can hold is refused here, before any work.
     """
     streams = should_stream(spec.stream, graph, cluster.total_memory)
     mode = spec.vertex_partition
@@ -62,24 +67,37 @@ def choose_kind(spec, graph, cluster: ClusterLayout, ckpt: RunCheckpoint | None)
         streams = ckpt.mode == "stream"
         mode = "always" if ckpt.mode == "partitioned" else "never"
     need = vertex_memory(graph.n_vertices)
-    # one worker holds every range of a partitioned run: nothing to spread
-    big = need > cluster.min_memory // 4 and cluster.n_workers > 1
-    if mode == "always" or (mode == "auto" and big and not streams):
+    spread = mode == "always" or (mode == "auto" and cluster.n_workers > 1 and (
+        # one worker holds every range of a partitioned run: nothing to spread
+        (not streams and need > cluster.min_memory // 4) or (streams and not _streams_on_one(graph, cluster))))
+    if spread:
         if need > cluster.total_memory // 2:
             raise InvalidGraphError(
                 f"n_vertices = {graph.n_vertices} would need about {human_bytes(need)} of per-vertex arrays, "
                 f"more than half the cluster's memory ({human_bytes(cluster.total_memory)}) even spread over "
                 f"its workers: relabel the vertex ids to 0..n-1 (e.g. numpy.unique(ids, return_inverse=True)) "
                 f"or add workers", source=graph.name)
-        if mode == "always" and streams:
-            raise ConfigError("vertex_partition='always' does not combine with streaming in this version: a "
-                              "partitioned run keeps its edge chunks resident; use stream='never', or "
-                              "vertex_partition='auto'", key="vertex_partition")
-        return PartitionedRun.kind
+        if not streams:
+            return PartitionedRun.kind
+        if ckpt is not None:
+            raise ConfigError("checkpoint= does not combine with a streaming run whose vertices are spread over "
+                              "the workers in this version: give no checkpoint, or use vertex_partition='never' "
+                              "(one worker then holds the vertex map)", key="checkpoint")
+        return SpreadStreamingRun.kind
     check_vertex_memory(graph, cluster.max_memory)
     if streams:
         check_stream_memory(graph, cluster)
     return StreamingRun.kind if streams else ResidentRun.kind
+
+
+def _streams_on_one(graph, cluster) -> bool:
+    """Whether a streaming run's vertex map fits the worker that solves its slices."""
+    try:
+        check_vertex_memory(graph, cluster.max_memory)
+        check_stream_memory(graph, cluster)
+    except InvalidGraphError:
+        return False
+    return True
 
 
 def execute(graph, client, spec):

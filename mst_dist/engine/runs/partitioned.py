@@ -131,7 +131,7 @@ class PartitionedRun(ResidentRun):
         base = []
         if n_comp > 0:
             base = self._base_case(st, mapped, finished)
-        self.forest_futs = self._forest(mapped, base)
+        self.forest_futs = self._forest(st.rnd, mapped, base)
 
     def _save(self, st, labels, mapped, n_comp, finished):
         st.n_comp = n_comp
@@ -268,9 +268,11 @@ class PartitionedRun(ResidentRun):
         routes = c.submit(ranged.route_chosen, ids, self.chunk_bounds, key=key("base-route", st.rnd))
         return [c.submit(operator.getitem, routes, j, key=key("base-routed", st.rnd, j)) for j in range(len(mapped))]
 
-    def _forest(self, mapped, base):
+    def _forest(self, rnd, mapped, base):
+        """Each chunk's forest edge ids (with the base case's, ``base``), ascending."""
         with Batch(self.client) as b:
-            return [b.submit(ranged.forest_of, m, *([base[j]] if base else []), key=self.builder.key("forest", 0, j))
+            return [b.submit(ranged.forest_of, m, *([base[j]] if base else []), key=self.builder.key("forest", rnd, j),
+                             **self.pins[j])
                     for j, m in enumerate(mapped)]
 
     # -- finish and write --------------------------------------------------------------------
@@ -368,7 +370,7 @@ def canonical_labels(run, rnd, parts):
     keep the numbers and every range asks them for its own.
     """
     c, key = run.client, run.builder.key
-    n_fin = max(c.gather([c.submit(_max_finished, vl, key=key("labels-max", rnd, r))
+    n_fin = max(c.gather([c.submit(ranged.max_finished, vl, key=key("labels-max", rnd, r))
                           for r, vl in enumerate(parts)]), default=-1) + 1
     fb = even_bounds(n_fin, run.n_ranges)
     firsts = run._exchange("first", rnd, parts, [None] * (fb.shape[0] - 1),
@@ -390,7 +392,3 @@ def canonical_labels(run, rnd, parts):
     labels = run._exchange("canonical", rnd, firsts, kept, split=functools.partial(ranged.split_fids, bounds=fb),
                            serve=ranged.serve_map, assemble=ranged.final_labels)
     return labels, int(sum(counts))
-
-
-def _max_finished(vl):
-    return int((-vl.labels - 1).max()) if vl.labels.shape[0] else -1

@@ -44,3 +44,11 @@ class StreamState(RunState):
     vmap: object = None             #: future of the vertex -> component array after the passes so far
     rows: dict = field(default_factory=dict)     #: chunk -> the chosen edges' rows, one future per pass
     n_comp: int = 0
+
+
+@dataclass(kw_only=True)
+class SpreadStreamState(StreamState):
+    """A streaming run whose vertex map is cut into ranges of vertices, each held by its owner."""
+
+    labels: list = field(default_factory=list)   #: per range of vertices: future of its labels
+    forest: dict = field(default_factory=dict)   #: chunk -> its forest ids, one future per pass

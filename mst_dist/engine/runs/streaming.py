@@ -15,7 +15,7 @@ import operator
 import time
 
 import numpy as np
-from distributed import as_completed
+from distributed import Future, as_completed
 
 from mst_dist.engine import passes, tasks
 from mst_dist.engine.placement import pin
@@ -44,11 +44,13 @@ class Sample:
         return self.key[order], self.eid[order]
 
 
-class StreamingRun(Run):
-    """Passes over the edge source, each solving one slice of the strict order."""
+class SlicedPasses:
+    """What every streaming kind shares: its inputs, the sample, the thresholds between passes, the
+    passes over the source and their progress.  A kind gives :meth:`_survivors` (the sampled edges
+    that still join two components) and :meth:`_pass_map` (the vertex map a pass relabels by)."""
 
-    kind = "streaming"
-    streams = True
+    #: The kind's state (a :class:`StreamState`).
+    State = StreamState
 
     def load(self) -> StreamState:
         """What each chunk is read from: the caller's arrays scattered once, else its source."""
@@ -57,51 +59,7 @@ class StreamingRun(Run):
         scattered = self.builder.load(g.sources, self.ranges, validate=False) if g.in_memory else None
         inputs = [((scattered[i] if scattered else g.sources[r.source]), r.start, r.stop, r.offset)
                   for i, r in enumerate(self.ranges)]
-        return StreamState(inputs=inputs, n_comp=g.n_vertices)
-
-    def rounds(self, st: StreamState):
-        """Sample, then pass after pass until the last slice (the rest of the order) is solved."""
-        g, c, key = self.g, self.client, self.builder.key
-        sample = self._sample(st)
-        self.stats.setup_seconds = time.perf_counter() - self.t_start
-        st.t_solve = time.perf_counter()
-        lo, n_live, k, done = None, g.n_vertices, 0, False
-        if self.ckpt is not None and self.ckpt.saved is not None:
-            lo, n_live, k, done = self._resume(st)
-        solver = Solver(self)
-        while not done:
-            k += 1
-            hi = self._next_threshold(sample, st.vmap, lo, n_live, k)
-            kept, rows = self._pass(st, k, lo, hi)
-            sub = SolveState(n_comp=n_live, edges_left=self.stats.passes[-1].edges_kept, chunks=kept,
-                             rnd=st.rnd, t_solve=st.t_solve)
-            solver.solve(sub, light=False)
-            st.rnd = sub.rnd
-            st.chosen.extend(sub.chosen)
-            chosen = c.submit(tasks.forest_ids, *sub.chosen, key=key("pass-forest", k))
-            for i, r in enumerate(rows):
-                st.rows.setdefault(i, []).append(c.submit(passes.trim_rows, r, chosen, key=key("pass-trim", k, i)))
-            composed = c.submit(passes.compose, st.vmap, *sub.maps, key=key("pass-compose", k))
-            st.vmap = c.submit(operator.getitem, composed, 0, key=key("pass-vmap", k))
-            n_live = c.submit(operator.getitem, composed, 1, key=key("pass-components", k)).result()
-            # the slice is solved: let the workers drop it (and its rows, once trimmed) before the next pass
-            kept = rows = sub = composed = None
-            if self.ckpt is not None:
-                self.ckpt.save_pass(st, k, hi, n_live, chosen)
-            if hi is None:
-                break
-            lo = hi
-        st.n_comp = 0
-
-    def _resume(self, st):
-        """Go on from a checkpoint: ``(lo, components, passes done, complete)``."""
-        s = self.ckpt.saved
-        st.vmap, forest, st.rows = self.ckpt.resume_pass(self.ranges, self.g.n_vertices)
-        st.chosen = [forest]
-        st.rnd = s.round
-        self.stats.resumed_from = st.rnd
-        lo = None if s.threshold is None else tuple(s.threshold)
-        return lo, s.components, s.passes, s.complete
+        return self.State(inputs=inputs, n_comp=g.n_vertices)
 
     # -- the sample and the thresholds ---------------------------------------------------
 
@@ -144,7 +102,12 @@ class StreamingRun(Run):
             out.setdefault((i, lo), (i, (lo, min(r.stop, lo + width))))
         return list(out.values())
 
-    def _next_threshold(self, sample, vmap, lo, n_live, k):
+    def _slice_budget(self):
+        """Most edges one pass keeps: ``mst.slice-edges``, else a quarter of the workers' memory."""
+        se = self.spec.slice_edges
+        return slice_budget(self.cluster.total_memory) if se == "auto" else int(se)
+
+    def _next_threshold(self, sample, st, lo, n_live, k):
         """The upper end of the next pass's slice (``None``: the rest of the order).
 
         The first slice is the ~``light_factor * n`` lightest edges (at most
@@ -152,7 +115,7 @@ class StreamingRun(Run):
         by relabelling the sample with the components found so far.
         """
         spec = self.spec
-        budget = slice_budget(self.cluster.total_memory)
+        budget = self._slice_budget()
         n = sample.key.shape[0]
         if not n or not sample.m_est:
             return None
@@ -166,8 +129,7 @@ class StreamingRun(Run):
                 return None
             key, eid = sample.ordered()
             return int(key[q]), int(eid[q])
-        ks, es = self.client.submit(passes.survivors, vmap, sample.u, sample.v, sample.key, sample.eid, lo,
-                                    key=self.builder.key("pass-estimate", k)).result()
+        ks, es = self._survivors(st, sample, lo, k)
         q = int(budget / scale)
         return None if q >= ks.shape[0] else (int(ks[q]), int(es[q]))
 
@@ -177,7 +139,8 @@ class StreamingRun(Run):
         """Stream every chunk once; keep the slice ``lo < (key, eid) <= hi`` that joins two components."""
         c, key = self.client, self.builder.key
         validate = not self.g.validated
-        outs = [c.submit(passes.pass_chunk, *inp, self.g.n_vertices, validate, st.vmap, lo, hi, self.spec.backend,
+        outs = [c.submit(passes.pass_chunk, *inp, self.g.n_vertices, validate, self._pass_map(st), lo, hi,
+                         self.spec.backend,
                          key=key("pass", k, i), **pin(self.places[i]))
                 for i, inp in enumerate(st.inputs)]
         kept = [c.submit(operator.getitem, o, 0, key=key("pass-kept", k, i)) for i, o in enumerate(outs)]
@@ -211,6 +174,91 @@ class StreamingRun(Run):
                     "edges_read": edges})
         return results
 
+    # -- the forest's rows: those each pass kept of the edges it chose -----------------------
+
+    def forest_parts(self, st, i, ids_f):
+        return st.rows.get(i, [])
+
+    def forest_rows(self, st, ids_f, edge_ids):
+        """From the rows each pass kept; from the caller's arrays where they are the graph.  ``ids_f``:
+        a future of ``edge_ids``, else they are sent from here."""
+        g = self.g
+        if g.in_memory and len(g.sources) == 1:
+            return rows_from_arrays(g.sources[0], edge_ids)
+        rows = [r for rs in st.rows.values() for r in rs]
+        if not edge_ids.shape[0] or not rows:
+            z = np.zeros(0, np.int64)
+            return z, z.copy(), np.zeros(0, np.dtype(g.weight_dtype))
+        ids = ids_f if isinstance(ids_f, Future) else edge_ids
+        src, dst, w = self.client.submit(passes.forest_rows, ids, *rows, key=self.builder.key("rows", st.rnd)).result()
+        return src, dst, w.astype(np.dtype(g.weight_dtype), copy=False)
+
+    def _survivors(self, st, sample, lo, k):
+        """``(key, eid)`` of the sampled edges above ``lo`` whose ends are in two components, in order."""
+        raise NotImplementedError
+
+    def _pass_map(self, st):
+        """The vertex -> component map each chunk of a pass relabels by (``None``: none)."""
+        raise NotImplementedError
+
+
+class StreamingRun(SlicedPasses, Run):
+    """Passes over the edge source, each solving one slice of the strict order."""
+
+    kind = "streaming"
+    streams = True
+
+    def rounds(self, st: StreamState):
+        """Sample, then pass after pass until the last slice (the rest of the order) is solved."""
+        g, c, key = self.g, self.client, self.builder.key
+        sample = self._sample(st)
+        self.stats.setup_seconds = time.perf_counter() - self.t_start
+        st.t_solve = time.perf_counter()
+        lo, n_live, k, done = None, g.n_vertices, 0, False
+        if self.ckpt is not None and self.ckpt.saved is not None:
+            lo, n_live, k, done = self._resume(st)
+        solver = Solver(self)
+        while not done:
+            k += 1
+            hi = self._next_threshold(sample, st, lo, n_live, k)
+            kept, rows = self._pass(st, k, lo, hi)
+            sub = SolveState(n_comp=n_live, edges_left=self.stats.passes[-1].edges_kept, chunks=kept,
+                             rnd=st.rnd, t_solve=st.t_solve)
+            solver.solve(sub, light=False)
+            st.rnd = sub.rnd
+            st.chosen.extend(sub.chosen)
+            chosen = c.submit(tasks.forest_ids, *sub.chosen, key=key("pass-forest", k))
+            for i, r in enumerate(rows):
+                st.rows.setdefault(i, []).append(c.submit(passes.trim_rows, r, chosen, key=key("pass-trim", k, i)))
+            composed = c.submit(passes.compose, st.vmap, *sub.maps, key=key("pass-compose", k))
+            st.vmap = c.submit(operator.getitem, composed, 0, key=key("pass-vmap", k))
+            n_live = c.submit(operator.getitem, composed, 1, key=key("pass-components", k)).result()
+            # the slice is solved: let the workers drop it (and its rows, once trimmed) before the next pass
+            kept = rows = sub = composed = None
+            if self.ckpt is not None:
+                self.ckpt.save_pass(st, k, hi, n_live, chosen)
+            if hi is None:
+                break
+            lo = hi
+        st.n_comp = 0
+
+    def _resume(self, st):
+        """Go on from a checkpoint: ``(lo, components, passes done, complete)``."""
+        s = self.ckpt.saved
+        st.vmap, forest, st.rows = self.ckpt.resume_pass(self.ranges, self.g.n_vertices)
+        st.chosen = [forest]
+        st.rnd = s.round
+        self.stats.resumed_from = st.rnd
+        lo = None if s.threshold is None else tuple(s.threshold)
+        return lo, s.components, s.passes, s.complete
+
+    def _survivors(self, st, sample, lo, k):
+        return self.client.submit(passes.survivors, st.vmap, sample.u, sample.v, sample.key, sample.eid, lo,
+                                  key=self.builder.key("pass-estimate", k)).result()
+
+    def _pass_map(self, st):
+        return st.vmap
+
     # -- finish and write ----------------------------------------------------------------
 
     def finish(self, st):
@@ -220,15 +268,3 @@ class StreamingRun(Run):
     def labels(self, st):
         return self.client.submit(passes.vertex_labels, st.vmap, self.g.n_vertices,
                                   key=self.builder.key("labels", st.rnd))
-
-    def forest_parts(self, st, i, ids_f):
-        return st.rows.get(i, [])
-
-    def forest_rows(self, st, ids_f, edge_ids):
-        """From the rows each pass kept; from the caller's arrays where they are the graph."""
-        g = self.g
-        if g.in_memory and len(g.sources) == 1:
-            return rows_from_arrays(g.sources[0], edge_ids)
-        rows = (r for rs in st.rows.values() for r in rs)
-        src, dst, w = self.client.submit(passes.forest_rows, ids_f, *rows, key=self.builder.key("rows", st.rnd)).result()
-        return src, dst, w.astype(np.dtype(g.weight_dtype), copy=False)

@@ -1,0 +1,169 @@
+"""A streaming run whose per-vertex state is cut into ranges: edges in passes, vertices spread.
+
+The passes are a streaming run's (:class:`~mst_dist.engine.runs.streaming.SlicedPasses`:
+a sample sets the thresholds, each pass streams every chunk from its source
+and keeps one slice of the strict ``(weight, edge id)`` order); the vertex
+map is a partitioned run's labels (:class:`~mst_dist.engine.runs.partitioned.PartitionedRun`):
+one range of vertices per task, spread over the workers.  Each pass:
+
+relabel   each chunk keeps its slice's edges over the original vertex ids
+          and asks the owners of the ranges it touches for its ends'
+          components (:func:`~mst_dist.engine.ranged.filter_block`: the
+          edges inside a component go, the rest are mapped for the first
+          round)
+solve     partitioned rounds over the components, until they fit one
+          worker; then the centralised base case
+compose   the labels followed every round: each vertex's label is its
+          component after the pass (finished as ``-(F + 1)``; ``F`` is its
+          id in the next pass, :func:`~mst_dist.engine.ranged.flip`)
+
+No task holds an array over all vertices or components.  A pass holds its
+slice's edges before it knows which are inside a component, so a slice is
+also cut to at most ``slice-edges`` of the sampled edges above the last
+threshold (not only of those that still join two components).
+"""
+from __future__ import annotations
+
+import functools
+import time
+
+import numpy as np
+
+from mst_dist.engine import passes, ranged, tasks
+from mst_dist.engine.batch import Batch
+from mst_dist.engine.runs.base import ForestOut
+from mst_dist.engine.runs.partitioned import PartitionedRun
+from mst_dist.engine.runs.state import SolveState, SpreadStreamState
+from mst_dist.engine.runs.streaming import SlicedPasses
+from mst_dist.kernels.vertex_ranges import even_bounds
+
+
+class SpreadStreamingRun(SlicedPasses, PartitionedRun):
+    """Passes over the edge source; the vertex map in ranges owned by tasks; each slice solved by
+    partitioned rounds."""
+
+    kind = "spread-streaming"
+    streams = True
+    keeps = False
+    State = SpreadStreamState
+
+    def rounds(self, st: SpreadStreamState):
+        """Sample, then pass after pass until the last slice (the rest of the order) is solved."""
+        self.workers = sorted(self.cluster.kinds)
+        self.vertex_bounds = vb = even_bounds(self.g.n_vertices, self.n_ranges)
+        lpins = self._range_pins(vb.shape[0] - 1)
+        with Batch(self.client) as b:
+            st.labels = [b.submit(ranged.first_labels, int(lo), int(hi), key=self.builder.key("labels-init", 0, r),
+                                  **lpins[r]) for r, (lo, hi) in enumerate(zip(vb[:-1], vb[1:]))]
+        sample = self._sample(st)
+        self.stats.setup_seconds = time.perf_counter() - self.t_start
+        st.t_solve = time.perf_counter()
+        lo, n_live, k, live = None, self.g.n_vertices, 0, True
+        while True:
+            k += 1
+            hi = self._next_threshold(sample, st, lo, n_live, k)
+            if not live:  # the last pass's components are this one's live ids
+                st.labels = self._each_range(ranged.flip, st.labels, "pass-open", k)
+            kept, rows = self._pass(st, k, lo, hi)
+            n_live, live = self._solve_slice(st, k, kept, rows, n_live)
+            kept = rows = None
+            if hi is None:
+                break
+            lo = hi
+        if live:  # the last pass found no edge: its ids stand, as finished ones
+            st.labels = self._each_range(ranged.flip, st.labels, "pass-open", k + 1)
+        self.labels_parts = st.labels
+        st.n_comp = 0
+
+    def _each_range(self, fn, parts, phase, k):
+        """``fn`` on each range's part, where its owner is."""
+        pins = self._range_pins(len(parts))
+        with Batch(self.client) as b:
+            return [b.submit(fn, p, key=self.builder.key(phase, k, r), **pins[r]) for r, p in enumerate(parts)]
+
+    def _solve_slice(self, st, k, kept, rows, n_live):
+        """Relabel a pass's slice by the owners of the vertex map and solve it: ``(components after it,
+        whether the labels are still live ids)``; ``st`` gets the pass's forest and rows."""
+        c, key = self.client, self.builder.key
+        self.pins = self._chunk_pins(kept)
+        nxt = even_bounds(n_live, self.n_ranges) if n_live > self.vertex_base else None
+        with Batch(c) as b:
+            blocks = [b.submit(ranged.slice_block, kc, key=key("pass-block", k, i), **self.pins[i])
+                      for i, kc in enumerate(kept)]
+        kwargs = [{"n_next": n_live, "next_bounds": nxt, "chosen_bundles": [], "chosen_at": 0}] * len(blocks)
+        mapped = self._exchange("pass-relabel", k, blocks, st.labels,
+                                split=functools.partial(ranged.split_ends, bounds=self.vertex_bounds),
+                                serve=ranged.serve_map, assemble=ranged.filter_block, pins=self.pins,
+                                assemble_kwargs=kwargs)
+        blocks = None
+        with Batch(c) as b:
+            counts = [b.submit(ranged.edges_in, m, key=key("pass-count", k, i), **self.pins[i])
+                      for i, m in enumerate(mapped)]
+        sub = SolveState(n_comp=n_live, edges_left=sum(c.gather(counts)), rnd=st.rnd, t_solve=st.t_solve)
+        self.stats.passes[-1].edges_kept = sub.edges_left  # the slice's edges that join two components
+        if not sub.edges_left:
+            return n_live, True
+        labels, bounds = st.labels, (nxt if nxt is not None else even_bounds(n_live, 1))
+        n_comp, finished = n_live, 0
+        while n_comp > self.vertex_base:  # every component of the pass ends finished (no edge left)
+            mapped, labels, bounds, n_comp, finished = self._round(sub, mapped, labels, bounds, n_comp, finished)
+        sub.n_comp, self.labels_parts = n_comp, labels
+        base = self._base_case(sub, mapped, finished) if n_comp > 0 else []
+        st.rnd, st.labels = sub.rnd, self.labels_parts
+        forest = self._forest(st.rnd, mapped, base)
+        with Batch(c) as b:
+            for i, (f, r) in enumerate(zip(forest, rows)):
+                st.forest.setdefault(i, []).append(f)
+                st.rows.setdefault(i, []).append(b.submit(passes.trim_rows, r, f, key=key("pass-trim", k, i),
+                                                          **self.pins[i]))
+            most = [b.submit(ranged.max_finished, vl, key=key("pass-components", k, r), **pin)
+                    for r, (vl, pin) in enumerate(zip(st.labels, self._range_pins(len(st.labels))))]
+        return max(c.gather(most), default=-1) + 1, False
+
+    # -- the thresholds: the sample relabelled by the owners of the vertex map -------------
+
+    def _survivors(self, st, sample, lo, k):
+        ids = np.unique(np.concatenate([sample.u, sample.v]))
+        cuts = np.searchsorted(ids, self.vertex_bounds)
+        pins = self._range_pins(len(st.labels))
+        with Batch(self.client) as b:
+            asked = [b.submit(ranged.labels_at, vl, ids[cuts[r]:cuts[r + 1]], key=self.builder.key("pass-estimate", k, r),
+                              **pins[r]) for r, vl in enumerate(st.labels)]
+        lab = np.concatenate(self.client.gather(asked))
+        cu, cv = lab[np.searchsorted(ids, sample.u)], lab[np.searchsorted(ids, sample.v)]
+        return passes.survivors_labelled(cu, cv, sample.key, sample.eid, lo)
+
+    def _pass_map(self, st):
+        return None  # each chunk keeps its slice over the original ids; the owners relabel it
+
+    def _next_threshold(self, sample, st, lo, n_live, k):
+        """As a streaming run's, and at most ``slice-edges`` of the sampled edges above ``lo``: a pass holds
+        its slice before the edges inside a component are dropped."""
+        hi = super()._next_threshold(sample, st, lo, n_live, k)
+        n = sample.key.shape[0]
+        if not n or not sample.m_est:
+            return hi
+        key, eid = sample.ordered()
+        start = n - int(np.count_nonzero(passes.in_slice(key, eid, lo, None)))
+        q = start + max(1, int(self._slice_budget() / (sample.m_est / n)))
+        if q >= n:
+            return hi
+        cap = (int(key[q]), int(eid[q]))
+        return cap if hi is None or cap < hi else hi
+
+    # -- finish and write --------------------------------------------------------------------
+
+    def finish(self, st):
+        c, key = self.client, self.builder.key
+        with Batch(c) as b:
+            self.forest_futs = [b.submit(tasks.forest_ids, *st.forest.get(i, []), key=key("forest-ids", st.rnd, i))
+                                for i in range(len(self.ranges))]
+        return super().finish(st)
+
+    def write_forest(self, st, ids_f):
+        """The forest's rows from those each pass kept: written per chunk, or gathered in chunk order."""
+        if self.spec.output is not None:
+            return self._write_forest_parts(st, [st.rows.get(i, []) for i in range(len(self.ranges))])
+        parts = self.client.gather(ids_f)
+        edge_ids = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+        return ForestOut.gathered(edge_ids, self.forest_rows(st, ids_f, edge_ids))
