@@ -13,10 +13,10 @@ import pytest
 
 import mst_dist
 from mst_dist.engine.runs import choose_kind
-from mst_dist.engine.runs.connect import ClusterLayout
 from mst_dist.engine.spec import RunSpec
 from mst_dist.errors import ConfigError, InvalidGraphError
 from support.cases import ALL, HAND, check
+from support.layouts import layout as _layout
 from support.naive import component_labels, kruskal
 
 
@@ -116,13 +116,6 @@ def test_kept_on_the_workers(client2):
         res.kept.release()
 
 
-def _layout(min_memory, max_memory=None, workers=2):
-    names = tuple(f"w{i}" for i in range(workers))
-    return ClusterLayout(workers=names, threads=workers, kinds=dict.fromkeys(names, "cpu"), device_memory=None,
-                         min_memory=min_memory, max_memory=min_memory if max_memory is None else max_memory,
-                         total_memory=2**34, throughput=None, measured=None)
-
-
 def test_auto_partitions_when_vertices_do_not_fit_one_worker():
     g = mst_dist.generate("grid", seed=1, rows=100, cols=100)  # 10,000 vertices: 320 kB of state
     assert choose_kind(RunSpec.build(), g, _layout(2**30), None) == "resident"
@@ -147,10 +140,7 @@ def test_vertices_beyond_the_whole_cluster_are_refused():
         choose_kind(RunSpec.build(), g, _layout(2**30), None)
 
 
-def test_always_refuses_what_it_cannot_do_yet():
-    g = mst_dist.generate("grid", seed=1, rows=10, cols=10)
-    with pytest.raises(ConfigError, match="streaming"):
-        choose_kind(RunSpec.build(vertex_partition="always", stream="always"), g, _layout(2**30), None)
+def test_unknown_mode_refused():
     with pytest.raises(ConfigError, match="unknown mode"):
         RunSpec.build(vertex_partition="sometimes")
 
@@ -176,8 +166,10 @@ def test_worker_killed_in_a_partitioned_round(pclient):
     pclient.wait_for_workers(2, timeout=60)
 
 
-def test_no_task_output_holds_n_bytes(client2):
-    """With every round partitioned over 16 ranges, no mst-* task's result holds n bytes or more."""
+@pytest.mark.parametrize("stream", ["never", "always"])
+def test_no_task_output_holds_n_bytes(client2, stream):
+    """With every round partitioned over 16 ranges, no mst-* task's result holds n bytes or more; nor with
+    the edges streamed in slices of 2**14 (the vertex map spread too)."""
     from distributed.diagnostics.plugin import SchedulerPlugin
 
     class TaskBytes(SchedulerPlugin):
@@ -205,13 +197,15 @@ def test_no_task_output_holds_n_bytes(client2):
     try:
         # 16 ranges: one int64 array of a range is n/2 bytes; 4 chunks (of m/4 edges) keep the
         # exchanges' task count (chunks x ranges, ranges x ranges) down
-        res = partitioned(g, client2, ranges=16, partitions=4, local_finish=0)
+        with dask.config.set({"mst.slice-edges": 2**14}):
+            res = partitioned(g, client2, ranges=16, partitions=4, local_finish=0, stream=stream)
         (key, nbytes), seen = client2.run_on_scheduler(largest)
     finally:
         client2.unregister_scheduler_plugin("mst-test-task-bytes")
     assert seen > 500  # the plugin saw the run's tasks
     assert nbytes < n, f"{key} holds {nbytes} bytes"
     assert res.n_components > 1 and res.forest_edges == g.n_vertices - res.n_components
+    assert res.stats.streamed == (stream == "always") and len(res.stats.passes) == (3 if stream == "always" else 0)
 
 
 @pytest.mark.processes

@@ -50,6 +50,7 @@ class SpreadStreamingRun(SlicedPasses, PartitionedRun):
     def rounds(self, st: SpreadStreamState):
         """Sample, then pass after pass until the last slice (the rest of the order) is solved."""
         self.workers = sorted(self.cluster.kinds)
+        self.stats.vertex_partition["local_contraction"] = False  # a slice's edges are not cut by vertex range
         self.vertex_bounds = vb = even_bounds(self.g.n_vertices, self.n_ranges)
         lpins = self._range_pins(vb.shape[0] - 1)
         with Batch(self.client) as b:

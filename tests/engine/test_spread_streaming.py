@@ -1,0 +1,126 @@
+"""Streaming runs whose vertex map is spread: edges in passes, per-vertex state in ranges over the workers.
+
+Checked against the Kruskal oracle (edge ids, rows, total, components, labels) with small slices
+(``mst.slice-edges``: several passes on small graphs) and every round partitioned (``mst.vertex-base: 0``).
+"""
+import os
+import signal
+import threading
+
+import dask
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+import mst_dist
+from mst_dist.engine.runs import choose_kind
+from mst_dist.engine.spec import RunSpec
+from mst_dist.errors import ConfigError, InvalidGraphError
+from support.cases import ALL, check
+from support.layouts import layout as _layout
+from support.naive import component_labels, kruskal
+
+
+def spread(g, client, ranges=3, base=0, slices=3, **kw):
+    """A spread streaming run, its slices about ``m / slices`` edges."""
+    settings = {"mst.vertex-base": base, "mst.vertex-ranges": ranges, "mst.slice-edges": max(1, g.n_edges // slices)}
+    with dask.config.set(settings):
+        res = mst_dist.minimum_spanning_forest(g, client, vertex_partition="always", stream="always", **kw)
+    assert res.stats.streamed and res.stats.vertex_partition["ranges"] == ranges
+    assert res.stats.passes[0].name == "sample"
+    if g.n_edges > 2 * slices:
+        assert len(res.stats.passes) >= 3  # the sample, then two slices or more
+    return res
+
+
+#: Ties, self-loops, parallel edges, isolated vertices, no edge, extreme weights; many components, a grid,
+#: R-MAT.  Each pass is partitioned rounds of many small tasks: fewer families than the resident runs'.
+NAMES = {"wikipedia", "disconnected", "empty", "isolated-vertices", "self-loops", "parallel-edges", "all-equal",
+         "float", "int64-extremes", "uint64", "erdos_renyi-1", "grid-6"}
+CASES = [c for c in ALL if c[0] in NAMES]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_spread_streaming_matches_kruskal(client2, case):
+    """3 ranges of vertices, 3 chunks, slices of a third of the edges, two workers."""
+    name, n, src, dst, w = case
+    g = mst_dist.Graph.from_arrays(src, dst, w, n_vertices=n)
+    check(spread(g, client2, partitions=3, local_finish=0, split_every=2), n, src, dst, w)
+
+
+def test_base_case_midway_and_many_ranges(client2):
+    """The centralised rounds take over within a pass once few components are left (R-MAT); 6 ranges of 2
+    chunks."""
+    name, n, src, dst, w = next(c for c in ALL if c[0] == "rmat-7")
+    g = mst_dist.Graph.from_arrays(src, dst, w, n_vertices=n)
+    res = spread(g, client2, ranges=6, base=40, slices=2, partitions=2, local_finish=0)
+    check(res, n, src, dst, w)
+    modes = {r.mode for r in res.stats.rounds}
+    assert "partitioned" in modes and modes - {"partitioned"}
+
+
+def test_outputs_written_per_chunk_and_range(client2, tmp_path):
+    """output= and labels_output=: the forest written per chunk from the rows each pass kept, the labels per
+    range of vertices; only counts reach the client."""
+    g = mst_dist.generate("erdos_renyi", seed=7, n=800, m=1200)
+    s, d, w = g.to_arrays()
+    res = spread(g, client2, ranges=4, slices=2, partitions=3, output=tmp_path / "forest",
+                 labels_output=tmp_path / "labels")
+    exp, comps = kruskal(g.n_vertices, s, d, w)
+    assert res.edge_ids is None and res.labels is None
+    assert res.forest_edges == exp.shape[0] and res.n_components == comps
+    ids, src, dst, weight = mst_dist.read_forest(tmp_path / "forest")
+    np.testing.assert_array_equal(ids, exp)
+    np.testing.assert_array_equal(src, s[exp])
+    np.testing.assert_array_equal(weight, w[exp])
+    t = pq.read_table(tmp_path / "labels").sort_by("vertex")
+    np.testing.assert_array_equal(t.column("component").to_numpy(), component_labels(g.n_vertices, s, d))
+    assert len(os.listdir(tmp_path / "labels")) == 4
+
+
+@pytest.mark.processes
+def test_worker_killed_in_a_pass(pclient):
+    """SIGKILL a worker process in the second pass's rounds: Dask recomputes what it held (the owners'
+    labels from their lineage), the same ids."""
+    g = mst_dist.generate("erdos_renyi", seed=21, n=1000, m=4000)
+    s, d, w = g.to_arrays()
+    exp, _ = kruskal(g.n_vertices, s, d, w)
+    pids = pclient.run(os.getpid)
+    victim = sorted(pids)[0]
+    killed = threading.Event()
+    passes = []
+
+    def progress(ev):
+        if ev["phase"] == "pass" and ev["pass"] not in passes:
+            passes.append(ev["pass"])
+        if ev["phase"] == "map" and len(passes) >= 3 and not killed.is_set():  # sample, pass 1, pass 2
+            os.kill(pids[victim], signal.SIGKILL)
+            killed.set()
+
+    res = spread(g, pclient, ranges=2, slices=2, partitions=2, local_finish=0, progress=progress)
+    assert killed.is_set()
+    np.testing.assert_array_equal(res.edge_ids, exp)
+    pclient.wait_for_workers(2, timeout=60)
+
+
+def test_kind_chosen():
+    """``always`` with streaming spreads the vertex map; ``auto`` does where one worker cannot hold it."""
+    g = mst_dist.generate("grid", seed=1, rows=100, cols=100)  # 10,000 vertices
+    streamed = RunSpec.build(stream="always")
+    assert choose_kind(RunSpec.build(vertex_partition="always", stream="always"), g, _layout(2**30), None) \
+        == "spread-streaming"
+    assert choose_kind(streamed, g, _layout(2**30), None) == "streaming"
+    assert choose_kind(streamed, g, _layout(2**19), None) == "spread-streaming"  # 320 kB of vertex state
+    with pytest.raises(InvalidGraphError, match="per-vertex arrays"):  # one worker: nothing to spread over
+        choose_kind(streamed, g, _layout(2**19, workers=1), None)
+
+
+def test_what_it_does_not_do_is_refused_before_work(client2, tmp_path):
+    g = mst_dist.generate("grid", seed=1, rows=10, cols=10)
+    with pytest.raises(ConfigError, match="checkpoint"):
+        mst_dist.minimum_spanning_forest(g, client2, vertex_partition="always", stream="always",
+                                         checkpoint=tmp_path / "ck")
+    with pytest.raises(ConfigError, match="gather=False"):
+        mst_dist.minimum_spanning_forest(g, client2, vertex_partition="always", stream="always", gather=False)
+    with pytest.raises(ConfigError, match="slice_edges"):
+        RunSpec.build(slice_edges=0)
