@@ -10,6 +10,10 @@ Two measurements, each on real worker processes (1 thread each), from the reposi
     python -m benchmarks.vertex_partition ceiling --n 134217728 --m 268435456 --workers 8 \\
         --memory 1GiB --chunks 512 --ranges 256 --out vp-ceiling.json
 
+    # the same with the edges streamed in passes as well (the vertex map spread over the workers)
+    python -m benchmarks.vertex_partition ceiling --stream --n 8388608 --m 16777216 --workers 4 \\
+        --memory 1GiB --chunks 64 --ranges 16 --out vp-ceiling-stream.json
+
     # local contraction first: a lattice sorted by source, a random geometric graph (strips of the plane,
     # numbered along them) and a random graph (no locality), partitioned with and without it
     python -m benchmarks.vertex_partition local --n 2097152 --chunks 16 --out vp-local.json
@@ -178,17 +182,28 @@ def ceiling(args):
     g = mst_dist.generate("erdos_renyi", seed=args.seed, n=args.n, m=args.m)
     tmp = tempfile.mkdtemp(prefix="mst-vp-")
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    stream = "always" if args.stream else "never"
     cluster, client = _cluster(args.workers, args.memory)
+    refused = None
     try:
-        res, seconds = _run(g, client, "always", args.chunks, args.ranges, output=os.path.join(tmp, "forest"),
-                            labels_output=os.path.join(tmp, "labels"))
+        try:  # the same run with the vertex map whole on one worker
+            mst_dist.minimum_spanning_forest(g, client, partitions=args.chunks, stream=stream,
+                                             vertex_partition="never")
+        except mst_dist.InvalidGraphError as e:
+            refused = str(e)
+            print(f"vertex_partition='never': refused before work: {refused}", flush=True)
+        with WorkerPeaks() as peaks, dask.config.set({"mst.slice-edges": args.slice_edges or "auto"}):
+            res, seconds = _run(g, client, "always", args.chunks, args.ranges, output=os.path.join(tmp, "forest"),
+                                labels_output=os.path.join(tmp, "labels"), stream=stream)
         lost = len(client.scheduler_info()["workers"]) < args.workers
     finally:
         client.close()
         cluster.close()
     rss1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    print(f"partitioned on {args.workers} x {args.memory}: {seconds:.1f} s, client grew "
-          f"{(rss1 - rss0) / 2**20:.0f} MiB, workers lost: {lost}", flush=True)
+    passes = len(res.stats.passes) - 1 if res.stats.passes else 0
+    print(f"partitioned{' streaming' if args.stream else ''} on {args.workers} x {args.memory}: {seconds:.1f} s, "
+          f"{passes} passes, {res.stats.n_rounds} rounds, largest worker process {peaks.peak() / 2**20:.0f} MiB, "
+          f"client grew {(rss1 - rss0) / 2**20:.0f} MiB, workers lost: {lost}", flush=True)
     single = {}
     if not args.no_single:
         from distributed import Client, LocalCluster
@@ -198,11 +213,18 @@ def ceiling(args):
             t0 = time.perf_counter()
             ref = mst_dist.minimum_spanning_forest(g, c1, vertex_partition="never")
             single = {"seconds": time.perf_counter() - t0}
+        import pyarrow.parquet as pq
+
         ids = read_forest_dataset(os.path.join(tmp, "forest"))[0]
         assert np.array_equal(ids, ref.edge_ids), "forests differ"
         assert res.n_components == ref.n_components
-        print(f"single process: {single['seconds']:.1f} s; same forest and components", flush=True)
+        labels = pq.read_table(os.path.join(tmp, "labels")).sort_by("vertex").column("component").to_numpy()
+        assert np.array_equal(labels, ref.labels), "labels differ"
+        print(f"single process: {single['seconds']:.1f} s; same forest, components and labels; ratio "
+              f"{seconds / single['seconds']:.2f}x", flush=True)
     return {"graph": {"n": args.n, "m": args.m}, "workers": args.workers, "memory": args.memory,
+            "streamed": bool(args.stream), "passes": passes, "refused_unspread": refused,
+            "worker_peak_bytes": peaks.peak(),
             "seconds": seconds, "client_growth_bytes": rss1 - rss0, "workers_lost": lost,
             "components": res.n_components, "forest_edges": res.forest_edges, "single": single,
             "rounds": _rounds(res)}
@@ -338,6 +360,10 @@ def main(argv=None):
     sub.choices["bytes"].add_argument("--modes", type=lambda v: v.split(","), default=["never", "always"],
                                       help="vertex_partition modes, comma-separated")
     sub.choices["ceiling"].add_argument("--no-single", action="store_true")
+    sub.choices["ceiling"].add_argument("--stream", action="store_true",
+                                        help="stream the edges in passes too (the vertex map spread)")
+    sub.choices["ceiling"].add_argument("--slice-edges", type=int, default=None,
+                                        help="most edges one pass keeps (default: from the workers' memory)")
     c = sub.add_parser("cpu")
     c.add_argument("--before", required=True, help="a checkout of the version to compare with")
     c.add_argument("--repeat", type=int, default=3, help="timed runs per process (after one warm-up)")

@@ -65,8 +65,8 @@ def check_stream_memory(graph, cluster):
             f"n_vertices = {graph.n_vertices}, streamed, would need about {human_bytes(need)} on the worker that "
             f"solves each slice of the edges (its per-vertex arrays with {threads} threads, and the slice), more "
             f"than the largest worker has ({human_bytes(memory)}); it is refused before any work: use a worker "
-            f"with more memory or fewer threads, or spread the vertices over a cluster whose memory holds the "
-            f"edges (about 70 bytes an edge) with vertex_partition='always' and stream='never'",
+            f"with more memory or fewer threads, or spread the vertex map over several workers "
+            f"(vertex_partition='always', or 'auto' on a cluster of more than one worker)",
             source=graph.name)
 
 
