@@ -89,6 +89,7 @@ class RunStats:
     threads: int = 0
     backend: str = "cpu"            # the kernels that ran: "cpu", "gpu" or "mixed"
     placement: dict = field(default_factory=dict)  # mixed clusters: worker -> kind, throughput, chunks, edges
+    kind: str = ""                  # the kind of run: resident, streaming, partitioned, spread-streaming
     streamed: bool = False          # edges streamed from their source in passes (never all resident)
     vertex_partition: dict | None = None  # per-vertex state cut into ranges: {ranges, base_components}
     passes: list = field(default_factory=list)     # streaming: one PassStats per pass

@@ -105,7 +105,8 @@ class MSTDashboard(SchedulerPlugin):
         if event == "run-start":
             run.update(state="running", started=msg.get("time", now), graph=msg.get("graph"),
                        n_vertices=msg.get("n_vertices"), n_edges=msg.get("n_edges"),
-                       partitions=msg.get("partitions"), workers=list(msg.get("workers") or []))
+                       partitions=msg.get("partitions"), workers=list(msg.get("workers") or []),
+                       kind=msg.get("kind"))
             self.current = msg["run"]
         elif event == "phase":
             run["phase"] = {k: msg.get(k) for k in PHASE_FIELDS if k in msg}
@@ -180,6 +181,7 @@ class MSTDashboard(SchedulerPlugin):
         st = {"run": run["run"], "state": run["state"], "graph": run.get("graph"),
               "n_vertices": run.get("n_vertices"), "n_edges": run.get("n_edges"),
               "partitions": run.get("partitions"), "n_workers": len(run.get("workers") or ()),
+              "kind": run.get("kind"),
               "round": ph.get("round", 0), "phase": ph.get("phase", "start"),
               "components": ph.get("components", run.get("n_vertices") or 0),
               "edges": ph.get("edges", run.get("n_edges") or 0),

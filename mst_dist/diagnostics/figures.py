@@ -151,7 +151,8 @@ def status_html(status):
             f"{status.get('graph', 'graph')} &mdash; {state}</h3>")
     facts = [f"{_count(status.get('n_vertices', '?'), 'vertex', 'vertices')}, "
              f"{_count(status.get('n_edges', '?'), 'edge')}, {_count(status.get('partitions', '?'), 'chunk')} "
-             f"on {_count(status.get('n_workers', '?'), 'worker')}"]
+             f"on {_count(status.get('n_workers', '?'), 'worker')}"
+             + (f", a {status['kind']} run" if status.get("kind") else "")]
     if state == "running" and status.get("phase") == "pass":
         facts.append(f"<b>streaming, {status.get('pass', 'pass')}</b>: {_n(status.get('chunks_done', 0))} of "
                      f"{_n(status.get('chunks_total', 0))} chunks read ({_bytes(status.get('bytes_read') or 0)}), "

@@ -390,7 +390,8 @@ def test_streaming_pass_shown_on_the_page_and_the_terminal():
 
     p = dashboard.MSTDashboard()
     p.log_event("mst-dist", {"event": "run-start", "run": "bb22", "graph": "rmat", "n_vertices": 10,
-                             "n_edges": 100, "partitions": 8, "workers": ["tcp://w:1"], "time": time.time()})
+                             "n_edges": 100, "partitions": 8, "workers": ["tcp://w:1"], "time": time.time(),
+                             "kind": "spread-streaming"})
     ev = {"round": 0, "phase": "pass", "components": 10, "edges": 42, "elapsed": 1.5, "pass": "pass 1",
           "chunks_done": 3, "chunks_total": 8, "bytes_read": 3 * 2**20}
     p.log_event("mst-dist", {"event": "phase", "run": "bb22", **ev})
@@ -398,6 +399,7 @@ def test_streaming_pass_shown_on_the_page_and_the_terminal():
     assert (st["pass"], st["chunks_done"], st["chunks_total"], st["bytes_read"]) == ("pass 1", 3, 8, 3 * 2**20)
     html = figures.status_html(st)
     assert "streaming, pass 1" in html and "3 of 8 chunks read (3.0 MiB)" in html and "42 edges kept" in html
+    assert "on 1 worker, a spread-streaming run<" in html  # the kind of run, as the run-start record names it
     line = format_event(ev)
     assert line.startswith("pass 1  3/8 chunks") and "42 edges kept" in line
 

@@ -26,7 +26,7 @@ def spread(g, client, ranges=3, base=0, slices=3, **kw):
     settings = {"mst.vertex-base": base, "mst.vertex-ranges": ranges, "mst.slice-edges": max(1, g.n_edges // slices)}
     with dask.config.set(settings):
         res = mst_dist.minimum_spanning_forest(g, client, vertex_partition="always", stream="always", **kw)
-    assert res.stats.streamed and res.stats.vertex_partition["ranges"] == ranges
+    assert res.stats.kind == "spread-streaming" and res.stats.streamed and res.stats.vertex_partition["ranges"] == ranges
     assert res.stats.passes[0].name == "sample"
     if g.n_edges > 2 * slices:
         assert len(res.stats.passes) >= 3  # the sample, then two slices or more

@@ -99,7 +99,7 @@ class Run:
                                     split_every=spec.split_every, places=self.places)
         self.stats = RunStats(partitions=len(self.ranges), workers=cl.n_workers, threads=cl.threads,
                               backend=cl.backend_used())
-        self.stats.streamed = self.streams
+        self.stats.streamed, self.stats.kind = self.streams, self.kind
         if cl.throughput:
             self.stats.placement = placement_stats(self.ranges, self.places, cl.kinds, cl.throughput)
 
@@ -202,7 +202,8 @@ class Run:
     def publish_start(self):
         g = self.g
         self.events.publish("run-start", graph=g.name, n_vertices=g.n_vertices, n_edges=g.n_edges,
-                            partitions=len(self.ranges), workers=list(self.cluster.workers), time=self.wall_start)
+                            partitions=len(self.ranges), workers=list(self.cluster.workers), time=self.wall_start,
+                            kind=self.kind)
 
     def release_scratch(self, delay=None):
         """Release the CPU kernels' scratch on the workers (see :func:`~mst_dist.engine.scratch.release_scratch`)."""
