@@ -59,10 +59,14 @@ def test_partitioned_on_processes(pclient, case):
     ("wikipedia", 16, 0, 2),        # more ranges than components
     ("rmat-7", 4, 40, 3),           # the centralised rounds take over midway
     ("disconnected", 3, 10**9, 2),  # the base case at once
-    ("erdos_renyi-1", 32, 0, 3),    # 32 ranges: a worker's owners bundled two by two
+    # 32 ranges: a worker's owners bundled two by two (~16 ids a range, 300 of them isolated: finished
+    # in the first round; a graph of few rounds, as each round of 32 ranges is a thousand tasks)
+    ("circulant-2", 32, 0, 3),
 ], ids=["one-range", "more-ranges-than-components", "base-case-midway", "base-at-once", "owners-grouped"])
 def test_range_counts_and_base_case(client2, case, ranges, base, partitions):
     name, n, src, dst, w = next(c for c in ALL if c[0] == case)
+    if ranges == 32:
+        n += 300
     g = mst_dist.Graph.from_arrays(src, dst, w, n_vertices=n)
     res = partitioned(g, client2, ranges=ranges, base=base, partitions=partitions, local_finish=0)
     check(res, n, src, dst, w)
