@@ -59,7 +59,7 @@ def test_partitioned_on_processes(pclient, case):
     ("wikipedia", 16, 0, 2),        # more ranges than components
     ("rmat-7", 4, 40, 3),           # the centralised rounds take over midway
     ("disconnected", 3, 10**9, 2),  # the base case at once
-    # 32 ranges: a worker's owners bundled two by two (~16 ids a range, 300 of them isolated: finished
+    # 32 ranges: a worker's owners bundled two by two (25 ids a range, 300 of them isolated: finished
     # in the first round; a graph of few rounds, as each round of 32 ranges is a thousand tasks)
     ("circulant-2", 32, 0, 3),
 ], ids=["one-range", "more-ranges-than-components", "base-case-midway", "base-at-once", "owners-grouped"])
