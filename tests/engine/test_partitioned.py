@@ -223,14 +223,24 @@ def test_bytes_moved_count_every_transfer():
     def logged(dask_worker):
         return [list(ev["keys"].items()) for ev in dask_worker.transfer_incoming_log]
 
+    def fresh_log(length, dask_worker):
+        """An empty transfer log of ``length`` entries: the log of a worker started with
+        ``low-level-log-length: length``."""
+        from collections import deque
+
+        assert dask_worker.transfer_incoming_log.maxlen == 10**6  # the one the worker started with
+        dask_worker.transfer_incoming_log = deque(maxlen=length)
+
     g = mst_dist.generate("erdos_renyi", seed=5, n=3000, m=12000)
     s, d, w = g.to_arrays()
     exp, _ = kruskal(g.n_vertices, s, d, w)
     moved = {}
-    for length in (10**6, 4):
-        with dask.config.set({"distributed.admin.low-level-log-length": length}), \
-                LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                             memory_limit="2GiB") as cluster, Client(cluster, set_as_default=False) as c:
+    # one cluster of two processes: its first run with the whole log, the second with a log of 4
+    with dask.config.set({"distributed.admin.low-level-log-length": 10**6}), \
+            LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                         memory_limit="2GiB") as cluster, Client(cluster, set_as_default=False) as c:
+        for length in (10**6, 4):
+            c.run(fresh_log, length)
             res = partitioned(g, c, ranges=4, partitions=4, local_finish=0)
             np.testing.assert_array_equal(res.edge_ids, exp)
             rounds = {r.round: r for r in res.stats.rounds if r.mode == "partitioned"}
