@@ -28,6 +28,7 @@ holds the raw figures, and the tables printed go into docs/benchmarks.md.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import resource
@@ -162,7 +163,8 @@ def bytes_moved(args):
             assert np.array_equal(res.edge_ids, ref), "forests differ"
             out.append({"workers": workers, "mode": mode, "seconds": seconds,
                         "bytes_moved": res.stats.bytes_moved, "rounds": _rounds(res),
-                        "worker_peak_bytes": peaks.peak(), "worker_idle_bytes": peaks.idle})
+                        "worker_peak_bytes": peaks.peak(),
+            "pass_stats": [dataclasses.asdict(p) for p in res.stats.passes], "worker_idle_bytes": peaks.idle})
             print(f"{workers} workers, vertex_partition={mode}: {seconds:.1f} s, "
                   f"{res.stats.bytes_moved / 2**20:.0f} MiB moved, largest worker {peaks.peak() / 2**20:.0f} MiB "
                   f"(idle {peaks.idle / 2**20:.0f} MiB)", flush=True)
@@ -194,7 +196,7 @@ def ceiling(args):
             print(f"vertex_partition='never': refused before work: {refused}", flush=True)
         with WorkerPeaks() as peaks, dask.config.set({"mst.slice-edges": args.slice_edges or "auto"}):
             res, seconds = _run(g, client, "always", args.chunks, args.ranges, output=os.path.join(tmp, "forest"),
-                                labels_output=os.path.join(tmp, "labels"), stream=stream)
+                                labels_output=os.path.join(tmp, "labels"), stream=stream, base=args.base)
         lost = len(client.scheduler_info()["workers"]) < args.workers
     finally:
         client.close()
@@ -225,6 +227,7 @@ def ceiling(args):
     return {"graph": {"n": args.n, "m": args.m}, "workers": args.workers, "memory": args.memory,
             "streamed": bool(args.stream), "passes": passes, "refused_unspread": refused,
             "worker_peak_bytes": peaks.peak(),
+            "pass_stats": [dataclasses.asdict(p) for p in res.stats.passes],
             "seconds": seconds, "client_growth_bytes": rss1 - rss0, "workers_lost": lost,
             "components": res.n_components, "forest_edges": res.forest_edges, "single": single,
             "rounds": _rounds(res)}
@@ -362,6 +365,9 @@ def main(argv=None):
     sub.choices["ceiling"].add_argument("--no-single", action="store_true")
     sub.choices["ceiling"].add_argument("--stream", action="store_true",
                                         help="stream the edges in passes too (the vertex map spread)")
+    sub.choices["ceiling"].add_argument("--base", type=lambda v: v if v == "auto" else int(v), default=0,
+                                        help="mst.vertex-base: components left at which the rounds go on "
+                                             "centralised ('auto': what a quarter of a worker holds)")
     sub.choices["ceiling"].add_argument("--slice-edges", type=int, default=None,
                                         help="most edges one pass keeps (default: from the workers' memory)")
     c = sub.add_parser("cpu")

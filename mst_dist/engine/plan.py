@@ -20,6 +20,10 @@ STREAM_CHUNK_EDGES = 1 << 22
 #: Worker bytes per edge of a streaming pass's slice while it is solved: the compact chunk (24),
 #: the kept rows (24), the single-task solve's copy and scratch.
 SLICE_BYTES_PER_EDGE = 80
+#: Worker bytes per edge of a slice solved by partitioned rounds (a spread streaming run): a
+#: partitioned run's chunks, candidates and exchanges (about 148 measured on Erdős–Rényi graphs)
+#: and the pass's kept rows.
+SPREAD_SLICE_BYTES_PER_EDGE = 170
 #: Bytes per vertex a streaming run holds on the worker that solves its slices, beside
 #: STREAM_THREAD_VERTEX_BYTES per thread of that worker: the vertex map, the solve's parents,
 #: round maps and chosen ids, and the scratch its kernels keep from pass to pass.  With the
@@ -107,9 +111,10 @@ def should_stream(mode, graph, total_memory) -> bool:
     return graph.n_edges * RESIDENT_BYTES_PER_EDGE > total_memory // 2
 
 
-def slice_budget(total_memory) -> int:
-    """Most edges one slice of a streaming run may keep: a quarter of the workers' memory."""
-    return max(1, int(total_memory) // (4 * SLICE_BYTES_PER_EDGE))
+def slice_budget(total_memory, per_edge=SLICE_BYTES_PER_EDGE) -> int:
+    """Most edges one slice of a streaming run may keep: a quarter of the workers' memory at ``per_edge``
+    bytes an edge."""
+    return max(1, int(total_memory) // (4 * per_edge))
 
 
 def stream_memory(n_vertices, n_edges, threads, total_memory) -> int:

@@ -55,11 +55,11 @@ class PartitionedRun(ResidentRun):
         super().plan()
         spec, cl = self.spec, self.cluster
         self.n_ranges = spec.vertex_ranges or max(2, len(self.ranges), cl.threads)
-        if spec.vertex_base == "auto":
-            # what one worker holds comfortably: a quarter of the smallest one's memory
-            self.vertex_base = cl.min_memory // 4 // VERTEX_BYTES
-        else:
-            self.vertex_base = int(spec.vertex_base)
+        # what one worker holds comfortably: a quarter of the smallest one's memory
+        self.vertex_fits = cl.min_memory // 4 // VERTEX_BYTES
+        self.vertex_base = self.vertex_fits if spec.vertex_base == "auto" else int(spec.vertex_base)
+        if not cl.min_memory:  # memory not known: the setting alone decides
+            self.vertex_fits = self.vertex_base
         self.chunk_bounds = np.array([r.offset for r in self.ranges] + [self.g.n_edges], np.int64)
         self.stats.vertex_partition = {"ranges": self.n_ranges, "base_components": self.vertex_base}
         self._sub = itertools.count()
@@ -122,7 +122,7 @@ class PartitionedRun(ResidentRun):
         st.edges_left = self._count_edges(st.rnd, mapped)
         self.stats.setup_seconds = time.perf_counter() - self.t_start
         st.t_solve = time.perf_counter()
-        while n_comp > 0 and n_comp > self.vertex_base and st.edges_left > self.run_plan.local_finish:
+        while self.partitioned_more(n_comp, st.edges_left):
             mapped, labels, bounds, n_comp, finished = self._round(st, mapped, labels, bounds, n_comp, finished)
             if self.ckpt is not None:
                 self._save(st, labels, mapped, n_comp, finished)
@@ -132,6 +132,12 @@ class PartitionedRun(ResidentRun):
         if n_comp > 0:
             base = self._base_case(st, mapped, finished)
         self.forest_futs = self._forest(st.rnd, mapped, base)
+
+    def partitioned_more(self, n_comp, edges_left) -> bool:
+        """Whether the next round is partitioned: more components than ``vertex_base``, and edges beyond the
+        local finish or more components than one worker holds comfortably (the base case holds arrays over
+        every component left, however few the edges)."""
+        return n_comp > self.vertex_base and (edges_left > self.run_plan.local_finish or n_comp > self.vertex_fits)
 
     def _save(self, st, labels, mapped, n_comp, finished):
         st.n_comp = n_comp

@@ -31,6 +31,7 @@ import numpy as np
 
 from mst_dist.engine import passes, ranged, tasks
 from mst_dist.engine.batch import Batch
+from mst_dist.engine.plan import SPREAD_SLICE_BYTES_PER_EDGE
 from mst_dist.engine.runs.base import ForestOut
 from mst_dist.engine.runs.partitioned import PartitionedRun
 from mst_dist.engine.runs.state import SolveState, SpreadStreamState
@@ -46,6 +47,7 @@ class SpreadStreamingRun(SlicedPasses, PartitionedRun):
     streams = True
     keeps = False
     State = SpreadStreamState
+    slice_edge_bytes = SPREAD_SLICE_BYTES_PER_EDGE
 
     def rounds(self, st: SpreadStreamState):
         """Sample, then pass after pass until the last slice (the rest of the order) is solved."""
@@ -106,7 +108,7 @@ class SpreadStreamingRun(SlicedPasses, PartitionedRun):
             return n_live, True
         labels, bounds = st.labels, (nxt if nxt is not None else even_bounds(n_live, 1))
         n_comp, finished = n_live, 0
-        while n_comp > self.vertex_base:  # every component of the pass ends finished (no edge left)
+        while self.partitioned_more(n_comp, sub.edges_left):
             mapped, labels, bounds, n_comp, finished = self._round(sub, mapped, labels, bounds, n_comp, finished)
         sub.n_comp, self.labels_parts = n_comp, labels
         base = self._base_case(sub, mapped, finished) if n_comp > 0 else []

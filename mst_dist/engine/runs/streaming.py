@@ -19,7 +19,7 @@ from distributed import Future, as_completed
 
 from mst_dist.engine import passes, tasks
 from mst_dist.engine.placement import pin
-from mst_dist.engine.plan import slice_budget
+from mst_dist.engine.plan import SLICE_BYTES_PER_EDGE, slice_budget
 from mst_dist.engine.runs.base import Run
 from mst_dist.engine.runs.resident import rows_from_arrays
 from mst_dist.engine.runs.solver import Solver
@@ -102,10 +102,13 @@ class SlicedPasses:
             out.setdefault((i, lo), (i, (lo, min(r.stop, lo + width))))
         return list(out.values())
 
+    #: Worker bytes an edge of a slice while it is solved (the automatic slice's size).
+    slice_edge_bytes = SLICE_BYTES_PER_EDGE
+
     def _slice_budget(self):
         """Most edges one pass keeps: ``mst.slice-edges``, else a quarter of the workers' memory."""
         se = self.spec.slice_edges
-        return slice_budget(self.cluster.total_memory) if se == "auto" else int(se)
+        return slice_budget(self.cluster.total_memory, self.slice_edge_bytes) if se == "auto" else int(se)
 
     def _next_threshold(self, sample, st, lo, n_live, k):
         """The upper end of the next pass's slice (``None``: the rest of the order).
