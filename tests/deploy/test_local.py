@@ -98,8 +98,10 @@ def test_embedded_bad_memory_limit_names_the_setting(environ):
 
 @pytest.mark.slow
 def test_local_processes_each_get_the_memory_limit():
+    # warmup=False: workers that start without loading the kernels (the preload has a test of its own,
+    # test_local_worker_processes_preload_the_warmup)
     cfg = cluster_of(kind="local", processes=True, n_workers=2, threads_per_worker=1, memory_limit="700MiB",
-                     dashboard_address=None)
+                     dashboard_address=None, warmup=False)
     with open_cluster(cfg) as client:
         client.wait_for_workers(2, timeout=60)
         assert limits(client) == [700 * 2**20, 700 * 2**20]
