@@ -156,8 +156,9 @@ def test_tls_cluster_runs_a_forest_and_refuses_plain_tcp(certs, other_certs):
     Kruskal's, and a client without TLS, or with certificates of another authority, is refused."""
     from distributed import Client
 
+    # warmup=False: the workers load the kernels as the run needs them (the preload is tested in test_local)
     cfg = cluster_of(kind="local", processes=True, n_workers=2, threads_per_worker=1, memory_limit="1GiB",
-                     dashboard_address=None, security=certs)
+                     dashboard_address=None, security=certs, warmup=False)
     g = mst_dist.generate("erdos_renyi", n=3000, m=12000, seed=5)
     with open_cluster(cfg) as client:
         address = client.scheduler.address
