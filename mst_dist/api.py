@@ -133,9 +133,11 @@ def minimum_spanning_forest(graph, client=None, *, partitions=None, backend="aut
         worker, the centralised rounds finish).  ``"never"``: whole on one
         worker.  ``"auto"`` (default, or the ``mst.vertex-partition``
         setting): cut, on a cluster of several workers, when it would not
-        fit comfortably on one worker.
-        Partitioned runs keep their chunks resident (no streaming).  The
-        same edge ids either way.
+        fit comfortably on one worker (a streamed graph: when its vertex
+        map would not fit the worker that solves the slices).  Streamed and
+        cut at once, each pass asks the ranges' owners for its slice's
+        components (no ``checkpoint`` or ``gather=False`` then).  The same
+        edge ids either way.
 
     gather : bool
         ``True`` (default): the forest's rows and the labels come back to
