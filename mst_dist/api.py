@@ -136,7 +136,7 @@ def minimum_spanning_forest(graph, client=None, *, partitions=None, backend="aut
         fit comfortably on one worker (a streamed graph: when its vertex
         map would not fit the worker that solves the slices).  Streamed and
         cut at once, each pass asks the ranges' owners for its slice's
-        components (no ``checkpoint`` or ``gather=False`` then).  The same
+        components (no ``checkpoint`` then).  The same
         edge ids either way.
 
     gather : bool

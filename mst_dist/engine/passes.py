@@ -266,13 +266,21 @@ def trim_rows(rows, chosen):
     return rows.take(pos)
 
 
-def forest_rows(edge_ids, *parts):
-    """``(src, dst, weight)`` of the forest (ascending ``edge_ids``) from the passes' :class:`KeptRows`."""
+def joined_rows(*parts):
+    """The rows ``(edge_id, src, dst, weight)`` of the passes' :class:`KeptRows` ``parts`` as one, ids ascending."""
+    if not parts:
+        z = np.zeros(0, np.int64)
+        return z, z.copy(), z.copy(), np.zeros(0)
     eid = np.concatenate([p[0] for p in parts])
     order = np.argsort(eid, kind="stable")
-    eid = eid[order]
+    return (eid[order], *(np.concatenate([p[i] for p in parts])[order] for i in (1, 2, 3)))
+
+
+def forest_rows(edge_ids, *parts):
+    """``(src, dst, weight)`` of the forest (ascending ``edge_ids``) from the passes' :class:`KeptRows`."""
+    eid, src, dst, w = joined_rows(*parts)
     pos = np.searchsorted(eid, edge_ids)
-    return tuple(np.concatenate([p[i] for p in parts])[order][pos] for i in (1, 2, 3))
+    return src[pos], dst[pos], w[pos]
 
 
 def vertex_labels(vmap, n_vertices):

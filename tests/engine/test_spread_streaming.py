@@ -78,6 +78,27 @@ def test_outputs_written_per_chunk_and_range(client2, tmp_path):
     assert len(os.listdir(tmp_path / "labels")) == 4
 
 
+def test_kept_on_the_workers(client2):
+    """gather=False: each chunk's forest rows (those its passes kept) and each range's labels stay on the
+    workers; the Dask collections over them are the oracle's."""
+    g = mst_dist.generate("erdos_renyi", seed=11, n=800, m=1100)  # many components
+    s, d, w = g.to_arrays()
+    exp, comps = kruskal(g.n_vertices, s, d, w)
+    res = spread(g, client2, ranges=4, slices=2, partitions=3, gather=False)
+    try:
+        assert res.forest_edges == exp.shape[0] and res.n_components == comps
+        assert len(res.kept.parts) == 3 and len(res.kept.label_parts) == 4
+        frame = client2.compute(res.to_dask_dataframe()).result()
+        np.testing.assert_array_equal(frame["edge_id"].to_numpy(), exp)
+        np.testing.assert_array_equal(frame["src"].to_numpy(), s[exp])
+        np.testing.assert_array_equal(frame["dst"].to_numpy(), d[exp])
+        np.testing.assert_array_equal(frame["weight"].to_numpy(), w[exp])
+        labels = client2.compute(res.to_dask_dataframe("labels")).result()
+        np.testing.assert_array_equal(labels["component"].to_numpy(), component_labels(g.n_vertices, s, d))
+    finally:
+        res.kept.release()
+
+
 @pytest.mark.processes
 def test_worker_killed_in_a_pass(pclient):
     """SIGKILL a worker process in the second pass's rounds: Dask recomputes what it held (the owners'
@@ -120,7 +141,5 @@ def test_what_it_does_not_do_is_refused_before_work(client2, tmp_path):
     with pytest.raises(ConfigError, match="checkpoint"):
         mst_dist.minimum_spanning_forest(g, client2, vertex_partition="always", stream="always",
                                          checkpoint=tmp_path / "ck")
-    with pytest.raises(ConfigError, match="gather=False"):
-        mst_dist.minimum_spanning_forest(g, client2, vertex_partition="always", stream="always", gather=False)
     with pytest.raises(ConfigError, match="slice_edges"):
         RunSpec.build(slice_edges=0)

@@ -116,10 +116,6 @@ def execute(graph, client, spec):
             ckpt = RunCheckpoint.open(client, graph, spec, token)
             cluster = connect(client, graph, spec, token)
             kind = KINDS[choose_kind(spec, graph, cluster, ckpt)]
-            if not spec.gather and not kind.keeps:
-                raise ConfigError(f"gather=False: a {kind.kind} run cannot keep its forest on the workers in this "
-                                  f"version; give output= (the workers write it), or vertex_partition='never'",
-                                  key="gather")
             run = kind(graph, client, spec, cluster, token=token, checkpoint=ckpt, t_start=t_start,
                        wall_start=wall_start)
             return run.execute()

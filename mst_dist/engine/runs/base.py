@@ -60,8 +60,6 @@ class Run:
     kind: ClassVar[str] = ""
     #: Whether the kind streams its edges (the plan sizes chunks for passes).
     streams: ClassVar[bool] = False
-    #: Whether the kind can keep its forest on the workers (``gather=False``).
-    keeps: ClassVar[bool] = True
 
     def __init__(self, graph, client, spec, cluster, *, token, checkpoint=None, t_start=None, wall_start=None):
         self.g = graph

@@ -314,8 +314,7 @@ class PartitionedRun(ResidentRun):
         """``gather=False``: each chunk's forest rows kept as a frame where the chunk is, each range's labels
         where its owner is; only counts come here."""
         c, key = self.client, self.builder.key
-        rows = [c.submit(tasks.chosen_rows, st.raws[i], st.offsets[i], f, key=key("kept-rows", st.rnd, i))
-                for i, f in enumerate(ids_f)]
+        rows = self._kept_rows(st, ids_f)
         frames, n_forest, total = keep_frames(c, self.builder, st.rnd, rows, id_dtype=np.int64,
                                               weight_dtype=np.dtype(self.g.weight_dtype))
         labels, sizes = None, None
@@ -325,6 +324,12 @@ class PartitionedRun(ResidentRun):
         kept = KeptForest(c, frames, labels, n_vertices=self.g.n_vertices, id_dtype=np.int64,
                           weight_dtype=np.dtype(self.g.weight_dtype), forest_edges=n_forest, label_sizes=sizes)
         return kept, ForestOut(n_edges=n_forest, total=total), self.n_components
+
+    def _kept_rows(self, st, ids_f):
+        """Futures of each chunk's forest rows ``(edge_id, src, dst, weight)``, where the chunk is."""
+        c = self.client
+        return [c.submit(tasks.chosen_rows, st.raws[i], st.offsets[i], f, key=self.builder.key("kept-rows", st.rnd, i))
+                for i, f in enumerate(ids_f)]
 
     def write_labels(self, st, lab_f):
         """The labels gathered in vertex order, or each range written as a part by its owner."""

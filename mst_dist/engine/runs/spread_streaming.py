@@ -45,7 +45,6 @@ class SpreadStreamingRun(SlicedPasses, PartitionedRun):
 
     kind = "spread-streaming"
     streams = True
-    keeps = False
     State = SpreadStreamState
     slice_edge_bytes = SPREAD_SLICE_BYTES_PER_EDGE
 
@@ -170,3 +169,9 @@ class SpreadStreamingRun(SlicedPasses, PartitionedRun):
         parts = self.client.gather(ids_f)
         edge_ids = np.concatenate(parts) if parts else np.zeros(0, np.int64)
         return ForestOut.gathered(edge_ids, self.forest_rows(st, ids_f, edge_ids))
+
+    def _kept_rows(self, st, ids_f):
+        """Each chunk's forest rows: those its passes kept, joined where the chunk is."""
+        with Batch(self.client) as b:
+            return [b.submit(passes.joined_rows, *st.rows.get(i, []), key=self.builder.key("kept-rows", st.rnd, i),
+                             **self.pins[i]) for i in range(len(self.ranges))]
