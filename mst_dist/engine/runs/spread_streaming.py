@@ -36,7 +36,7 @@ from mst_dist.engine.runs.base import ForestOut
 from mst_dist.engine.runs.partitioned import PartitionedRun
 from mst_dist.engine.runs.state import SolveState, SpreadStreamState
 from mst_dist.engine.runs.streaming import SlicedPasses
-from mst_dist.kernels.vertex_ranges import even_bounds
+from mst_dist.kernels.vertex_ranges import distinct, even_bounds
 
 
 class SpreadStreamingRun(SlicedPasses, PartitionedRun):
@@ -125,7 +125,7 @@ class SpreadStreamingRun(SlicedPasses, PartitionedRun):
     # -- the thresholds: the sample relabelled by the owners of the vertex map -------------
 
     def _survivors(self, st, sample, lo, k):
-        ids = np.unique(np.concatenate([sample.u, sample.v]))
+        ids = distinct(np.concatenate([sample.u, sample.v]))
         cuts = np.searchsorted(ids, self.vertex_bounds)
         pins = self._range_pins(len(st.labels))
         with Batch(self.client) as b:
@@ -158,8 +158,8 @@ class SpreadStreamingRun(SlicedPasses, PartitionedRun):
     def finish(self, st):
         c, key = self.client, self.builder.key
         with Batch(c) as b:
-            self.forest_futs = [b.submit(tasks.forest_ids, *st.forest.get(i, []), key=key("forest-ids", st.rnd, i))
-                                for i in range(len(self.ranges))]
+            self.forest_futs = [b.submit(tasks.forest_ids, *st.forest.get(i, []), key=key("forest-ids", st.rnd, i),
+                                         **self.pins[i]) for i in range(len(self.ranges))]
         return super().finish(st)
 
     def write_forest(self, st, ids_f):
