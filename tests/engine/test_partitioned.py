@@ -17,7 +17,8 @@ from mst_dist.engine.spec import RunSpec
 from mst_dist.errors import ConfigError, InvalidGraphError
 from support.cases import ALL, HAND, check
 from support.layouts import layout as _layout
-from support.naive import component_labels, kruskal
+from support.naive import kruskal
+from support.oracle import check_kept_per_range, check_written_per_range
 
 
 def partitioned(g, client, ranges=5, base=0, **kw):
@@ -79,43 +80,17 @@ def test_range_counts_and_base_case(client2, case, ranges, base, partitions):
 def test_outputs_written_per_range(client2, tmp_path):
     """With output= and labels_output= the workers write the forest per chunk and the labels per range."""
     g = mst_dist.generate("erdos_renyi", seed=7, n=3000, m=4000)
-    s, d, w = g.to_arrays()
     res = partitioned(g, client2, ranges=4, partitions=3, local_finish=0, output=tmp_path / "forest",
                       labels_output=tmp_path / "labels")
-    exp, comps = kruskal(g.n_vertices, s, d, w)
-    assert res.edge_ids is None and res.labels is None
-    assert res.forest_edges == exp.shape[0] and res.n_components == comps
-    ids, src, dst, weight = mst_dist.read_forest(tmp_path / "forest")
-    np.testing.assert_array_equal(ids, exp)
-    np.testing.assert_array_equal(weight, w[exp])
-    import pyarrow.parquet as pq
-
-    t = pq.read_table(tmp_path / "labels").sort_by("vertex")
-    np.testing.assert_array_equal(t.column("vertex").to_numpy(), np.arange(g.n_vertices))
-    np.testing.assert_array_equal(t.column("component").to_numpy(), component_labels(g.n_vertices, s, d))
-    assert len(os.listdir(tmp_path / "labels")) == 4
+    check_written_per_range(res, g, tmp_path / "forest", tmp_path / "labels", 4)
 
 
 def test_kept_on_the_workers(client2):
-    """gather=False: each chunk's forest rows and each range's labels stay where they were computed; the
-    Dask collections over them, and the gathered arrays, are the oracle's."""
+    """gather=False: each chunk's forest rows and each range's labels stay where they were computed."""
     g = mst_dist.generate("erdos_renyi", seed=11, n=2500, m=3500)  # many components
-    s, d, w = g.to_arrays()
-    exp, comps = kruskal(g.n_vertices, s, d, w)
     res = partitioned(g, client2, ranges=4, partitions=3, local_finish=0, gather=False)
     try:
-        assert res.forest_edges == exp.shape[0] and res.n_components == comps
-        assert res.total_weight == w[exp].sum()
-        assert len(res.kept.parts) == 3 and len(res.kept.label_parts) == 4
-        frame = client2.compute(res.to_dask_dataframe()).result()
-        np.testing.assert_array_equal(frame["edge_id"].to_numpy(), exp)
-        np.testing.assert_array_equal(frame["src"].to_numpy(), s[exp])
-        np.testing.assert_array_equal(frame["weight"].to_numpy(), w[exp])
-        labels = client2.compute(res.to_dask_dataframe("labels")).result()
-        np.testing.assert_array_equal(labels["vertex"].to_numpy(), np.arange(g.n_vertices))
-        np.testing.assert_array_equal(labels["component"].to_numpy(), component_labels(g.n_vertices, s, d))
-        np.testing.assert_array_equal(res.labels, component_labels(g.n_vertices, s, d))
-        np.testing.assert_array_equal(res.edge_ids, exp)
+        check_kept_per_range(client2, res, g, chunks=3, ranges=4)
     finally:
         res.kept.release()
 

@@ -9,7 +9,6 @@ import threading
 
 import dask
 import numpy as np
-import pyarrow.parquet as pq
 import pytest
 
 import mst_dist
@@ -18,7 +17,8 @@ from mst_dist.engine.spec import RunSpec
 from mst_dist.errors import ConfigError, InvalidGraphError
 from support.cases import ALL, check
 from support.layouts import layout as _layout
-from support.naive import component_labels, kruskal
+from support.naive import kruskal
+from support.oracle import check_kept_per_range, check_written_per_range
 
 
 def spread(g, client, ranges=3, base=0, slices=3, **kw):
@@ -63,38 +63,18 @@ def test_outputs_written_per_chunk_and_range(client2, tmp_path):
     """output= and labels_output=: the forest written per chunk from the rows each pass kept, the labels per
     range of vertices; only counts reach the client."""
     g = mst_dist.generate("erdos_renyi", seed=7, n=800, m=1200)
-    s, d, w = g.to_arrays()
     res = spread(g, client2, ranges=4, slices=2, partitions=3, output=tmp_path / "forest",
                  labels_output=tmp_path / "labels")
-    exp, comps = kruskal(g.n_vertices, s, d, w)
-    assert res.edge_ids is None and res.labels is None
-    assert res.forest_edges == exp.shape[0] and res.n_components == comps
-    ids, src, dst, weight = mst_dist.read_forest(tmp_path / "forest")
-    np.testing.assert_array_equal(ids, exp)
-    np.testing.assert_array_equal(src, s[exp])
-    np.testing.assert_array_equal(weight, w[exp])
-    t = pq.read_table(tmp_path / "labels").sort_by("vertex")
-    np.testing.assert_array_equal(t.column("component").to_numpy(), component_labels(g.n_vertices, s, d))
-    assert len(os.listdir(tmp_path / "labels")) == 4
+    check_written_per_range(res, g, tmp_path / "forest", tmp_path / "labels", 4)
 
 
 def test_kept_on_the_workers(client2):
     """gather=False: each chunk's forest rows (those its passes kept) and each range's labels stay on the
-    workers; the Dask collections over them are the oracle's."""
+    workers."""
     g = mst_dist.generate("erdos_renyi", seed=11, n=800, m=1100)  # many components
-    s, d, w = g.to_arrays()
-    exp, comps = kruskal(g.n_vertices, s, d, w)
     res = spread(g, client2, ranges=4, slices=2, partitions=3, gather=False)
     try:
-        assert res.forest_edges == exp.shape[0] and res.n_components == comps
-        assert len(res.kept.parts) == 3 and len(res.kept.label_parts) == 4
-        frame = client2.compute(res.to_dask_dataframe()).result()
-        np.testing.assert_array_equal(frame["edge_id"].to_numpy(), exp)
-        np.testing.assert_array_equal(frame["src"].to_numpy(), s[exp])
-        np.testing.assert_array_equal(frame["dst"].to_numpy(), d[exp])
-        np.testing.assert_array_equal(frame["weight"].to_numpy(), w[exp])
-        labels = client2.compute(res.to_dask_dataframe("labels")).result()
-        np.testing.assert_array_equal(labels["component"].to_numpy(), component_labels(g.n_vertices, s, d))
+        check_kept_per_range(client2, res, g, chunks=3, ranges=4)
     finally:
         res.kept.release()
 

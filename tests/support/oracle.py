@@ -137,3 +137,45 @@ def assert_minimum_forest(n_vertices, src, dst, weight, edge_ids, *, total=None,
         assert total == want, f"total weight {total}, a minimum spanning forest weighs {want}"
     if n_components is not None:
         assert n_components == n_comp
+
+
+def check_written_per_range(res, g, forest_dir, labels_dir, label_parts):
+    """A run that wrote its forest (per chunk) and its labels (``label_parts`` parts, one per range of
+    vertices): only counts came back, and what was written is the oracle's forest and labels."""
+    import pyarrow.parquet as pq
+
+    import mst_dist
+
+    s, d, w = g.to_arrays()
+    exp, comps = kruskal(g.n_vertices, s, d, w)
+    assert res.edge_ids is None and res.labels is None
+    assert res.forest_edges == exp.shape[0] and res.n_components == comps
+    ids, src, dst, weight = mst_dist.read_forest(forest_dir)
+    np.testing.assert_array_equal(ids, exp)
+    np.testing.assert_array_equal(src, s[exp])
+    np.testing.assert_array_equal(weight, w[exp])
+    t = pq.read_table(labels_dir).sort_by("vertex")
+    np.testing.assert_array_equal(t.column("vertex").to_numpy(), np.arange(g.n_vertices))
+    np.testing.assert_array_equal(t.column("component").to_numpy(), component_labels(g.n_vertices, s, d))
+    assert len(os.listdir(labels_dir)) == label_parts
+
+
+def check_kept_per_range(client, res, g, chunks, ranges):
+    """A ``gather=False`` run: ``chunks`` forest parts and ``ranges`` label parts kept on the workers; the
+    Dask collections over them, and the gathered arrays, are the oracle's."""
+    s, d, w = g.to_arrays()
+    exp, comps = kruskal(g.n_vertices, s, d, w)
+    labels_exp = component_labels(g.n_vertices, s, d)
+    assert res.forest_edges == exp.shape[0] and res.n_components == comps
+    assert res.total_weight == w[exp].sum()
+    assert len(res.kept.parts) == chunks and len(res.kept.label_parts) == ranges
+    frame = client.compute(res.to_dask_dataframe()).result()
+    np.testing.assert_array_equal(frame["edge_id"].to_numpy(), exp)
+    np.testing.assert_array_equal(frame["src"].to_numpy(), s[exp])
+    np.testing.assert_array_equal(frame["dst"].to_numpy(), d[exp])
+    np.testing.assert_array_equal(frame["weight"].to_numpy(), w[exp])
+    labels = client.compute(res.to_dask_dataframe("labels")).result()
+    np.testing.assert_array_equal(labels["vertex"].to_numpy(), np.arange(g.n_vertices))
+    np.testing.assert_array_equal(labels["component"].to_numpy(), labels_exp)
+    np.testing.assert_array_equal(res.labels, labels_exp)
+    np.testing.assert_array_equal(res.edge_ids, exp)
