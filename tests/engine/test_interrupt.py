@@ -57,12 +57,17 @@ with LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_
 
 @pytest.mark.slow
 def test_ctrl_c_in_the_api_prints_no_cancelled_error(tmp_path):
-    p = subprocess.Popen([sys.executable, "-c", SCRIPT], cwd=tmp_path, env=cli_env(), stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
-    try:
-        out, err = p.communicate(timeout=600)  # a bound on a hang, not a speed
-    finally:
-        if p.poll() is None:
-            p.kill()
+    # on a loaded machine the thread that presses Ctrl-C may get no turn until the run is over ("finished
+    # before the Ctrl-C": the interrupt came too late, nothing to check); up to three runs, one interrupted
+    for _ in range(3):
+        p = subprocess.Popen([sys.executable, "-c", SCRIPT], cwd=tmp_path, env=cli_env(), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        try:
+            out, err = p.communicate(timeout=600)  # a bound on a hang, not a speed
+        finally:
+            if p.poll() is None:
+                p.kill()
+        if out.split() != ["tasks", "running", "finished", "before", "the", "Ctrl-C"]:
+            break
     assert out.split() == ["tasks", "running", "interrupted"], (out, err[-3000:])
     assert "CancelledError" not in err and "never retrieved" not in err, err[-3000:]
