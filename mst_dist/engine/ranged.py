@@ -297,7 +297,7 @@ def filter_block(mapped, split_out, *answers, n_next, next_bounds, chosen_bundle
     _, _, key, eid = block.chunk.edges()
     pu, pv = split_out.lu, split_out.lv  # each end's index into the split's ids, from its one sort
     # the next round's ids touched here, sorted, and each old id's index among them
-    nids, at = np.unique(new, return_inverse=True)
+    nids, at = vr.rank(new)
     lu, lv = at[pu], at[pv]
     keep = np.flatnonzero(lu != lv)  # a finished component has no edge: every id here is live
     lu, lv = lu[keep], lv[keep]

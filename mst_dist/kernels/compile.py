@@ -45,7 +45,8 @@ __all__ = [
 ]
 
 #: The CPU backend's modules with Numba kernels (their sources are also the fingerprint's).
-BACKEND_MODULES = tuple(f"mst_dist.kernels.cpu.{m}" for m in ("chunk", "phases", "solve", "finish", "slicing"))
+BACKEND_MODULES = tuple(f"mst_dist.kernels.cpu.{m}" for m in ("chunk", "phases", "solve", "finish", "slicing",
+                                                                    "ranges"))
 
 _CPU_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cpu")
 

@@ -4,9 +4,10 @@ The component id space ``[0, n)`` is cut by ``bounds`` (``R + 1`` ascending
 ints, ``bounds[0] == 0``, ``bounds[-1] == n``) into ``R`` ranges, each owned
 by one task.  A chunk never holds an ``n``-sized array: it works on the ids
 it touches, and asks the owners of their ranges for what it needs.  These
-are the pure array pieces of that (NumPy, no Dask): splitting requests by
-owner and putting the answers back in place, the cheapest edge per
-component, and hooking and pointer jumping over one range's table.
+are the pure array pieces of that (NumPy and the CPU kernels of
+:mod:`mst_dist.kernels.cpu.ranges`, no Dask): splitting requests by owner
+and putting the answers back in place, the cheapest edge per component, and
+hooking and pointer jumping over one range's table.
 
 The strict order is ``(key, eid)``: ``key`` is the weight's order-preserving
 ``uint64`` image, ``eid`` the edge id.
@@ -17,9 +18,11 @@ from typing import NamedTuple
 
 import numpy as np
 
+from mst_dist.kernels.cpu.ranges import first_of_pairs, first_touch, rank
+
 __all__ = ["distinct", "narrow", "even_bounds", "owner_of", "split_by_owner", "put_back", "Split", "EndsSplit",
            "cut_sorted", "cut_ends", "answers_of", "sort_edges",
-           "local_ids", "touched", "cheapest_sorted", "lightest_parallel", "merge_cheapest", "split_candidates",
+           "local_ids", "rank", "touched", "cheapest_sorted", "lightest_parallel", "merge_cheapest", "split_candidates",
            "EMPTY_CANDIDATES"]
 
 
@@ -165,7 +168,7 @@ def sort_edges(u, v, key, eid):
 def local_ids(u, v):
     """``(ids, lu, lv)``: the sorted distinct ids the edges touch, and each end's index into them."""
     m = u.shape[0]
-    ids, inv = np.unique(np.concatenate([np.asarray(u, np.int64), np.asarray(v, np.int64)]), return_inverse=True)
+    ids, inv = rank(np.concatenate([np.asarray(u, np.int64), np.asarray(v, np.int64)]))
     return ids, inv[:m], inv[m:]
 
 
@@ -195,10 +198,7 @@ def cheapest_sorted(ids, lu, lv, u, v, key, eid):
     m = lu.shape[0]
     if m == 0:
         return EMPTY_CANDIDATES
-    first = np.full(ids.shape[0], m, np.int64)
-    pos = np.arange(m, dtype=np.int64)
-    np.minimum.at(first, lu, pos)
-    np.minimum.at(first, lv, pos)
+    first = first_touch(lu, lv, ids.shape[0])
     at = np.flatnonzero(first < m)
     f = first[at]
     other = np.where(lu[f] == at, v[f], u[f])
@@ -211,10 +211,7 @@ def lightest_parallel(lu, lv, k):
     The others are the heaviest edge of a cycle of two: in no spanning
     forest (``k``: how many local ids there are).
     """
-    lo, hi = np.minimum(lu, lv).astype(np.int64), np.maximum(lu, lv).astype(np.int64)
-    _, first = np.unique(lo * np.int64(k) + hi, return_index=True)
-    first.sort()
-    return first
+    return first_of_pairs(lu, lv, k)
 
 
 def merge_cheapest(lo, hi, *tables):

@@ -79,6 +79,33 @@ def test_distinct_is_numpys_unique(dtype, size):
     assert got.dtype == a.dtype
 
 
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("spread", [3, 2**11, 2**22 + 5, 2**40, "extremes"])
+@pytest.mark.parametrize("size", [0, 1, 2, 1000])
+def test_rank_is_numpys_unique_with_inverse(dtype, spread, size):
+    """The radix sort of ``rank`` takes as many 11-bit digits as the values span: one, two, three, all."""
+    rng = np.random.default_rng(size)
+    info = np.iinfo(dtype)
+    if spread == "extremes":
+        a = rng.choice(np.array([info.min, info.min + 1, -1, 0, info.max - 1, info.max], dtype), size)
+    else:
+        hi = min(int(info.max), spread)
+        a = rng.integers(-hi // 2, hi - hi // 2, size).astype(dtype)
+    ids, inverse = vr.rank(a)
+    want, want_inverse = np.unique(a, return_inverse=True)
+    np.testing.assert_array_equal(ids, want)
+    np.testing.assert_array_equal(inverse, want_inverse)
+    assert ids.dtype == a.dtype and inverse.dtype == np.int64
+
+
+def test_touched_drops_the_ids_no_edge_reaches():
+    ids, lu, lv = vr.touched(np.array([3, 5, 8, 13, 21]), np.array([4, 1, 4]), np.array([1, 1, 0]))
+    assert (ids.tolist(), lu.tolist(), lv.tolist()) == ([3, 5, 21], [2, 1, 2], [1, 1, 0])
+    assert lu.dtype == lv.dtype == np.int32
+    same = vr.touched(np.array([2, 4]), np.array([0]), np.array([1]))  # every id reached: nothing to drop
+    assert [a.tolist() for a in same] == [[2, 4], [0], [1]]
+
+
 @pytest.mark.parametrize("top", [2**31 - 1, 2**31, 2**40])
 def test_ids_narrowed_on_the_wire_only_where_they_fit_and_widened_back(top):
     """Requests, answers and candidates cross workers as int32 where every value fits, else as int64;
