@@ -107,9 +107,9 @@ def minimum_spanning_forest(graph, client=None, *, partitions=None, backend="aut
         A directory (created if missing) where the run saves, after each
         finished round (resident, partitioned) or pass (streaming), what it
         needs to go on: the component of every vertex so far, the forest edge
-        ids so far (a partitioned run writes both in parts, per range of
-        vertices and per edge chunk, from where they are), for a streaming
-        run the pass reached and the forest's rows (see
+        ids so far (a partitioned run, streamed or not, writes both in parts,
+        per range of vertices and per edge chunk, from where they are), for a
+        streaming run the pass reached and the forest's rows (see
         :mod:`mst_dist.engine.checkpoint`).  Each save is atomic.  A run
         given a directory holding the state of the same graph and options
         goes on from there, and returns the same edge ids as a run never

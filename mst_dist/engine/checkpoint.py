@@ -19,6 +19,10 @@ what the rest of the run needs, in ``DIR``:
     edge chunk ``j`` (the chunk's edge ids are the manifest's
     ``chunk_bounds[j]`` to ``chunk_bounds[j + 1]``), written where the
     chunk is; no array over all vertices or all forest edges is built;
+``state-<n>/rows-<j>-edge_id.npy``, ... (spread streaming)
+    a streaming run whose vertex map is cut into ranges: its labels and
+    forest ids as a partitioned run cuts them, and each edge chunk's forest
+    rows beside its forest ids, written where the chunk's last pass left them;
 ``manifest.json``
     written last (a :class:`Manifest`): the fingerprint of the graph and of
     the engine options, the state directory, the rounds done, the
@@ -76,7 +80,8 @@ from mst_dist.io import urls
 from mst_dist.io.writers import atomic_dir, atomic_path
 
 __all__ = ["Checkpoint", "CheckpointMismatchError", "Manifest", "graph_fingerprint", "compose_labels",
-           "merge_forest", "record_dict", "write_state", "read_labels", "read_forest", "read_rows", "MANIFEST"]
+           "merge_forest", "record_dict", "write_state", "read_labels", "read_forest", "read_rows", "write_chunk_part",
+           "read_chunk_rows", "MANIFEST"]
 
 #: The manifest's file name in a checkpoint directory.
 MANIFEST = "manifest.json"
@@ -98,7 +103,7 @@ class Manifest:
     state: str                  #: the state directory's name
     saves: int                  #: saves made so far (the state's number)
     time: float                 #: when it was written (seconds since the epoch)
-    mode: str                   #: ``"resident"`` or ``"stream"``
+    mode: str                   #: one of :attr:`MODES`
     round: int                  #: rounds done
     components: int             #: components left after them (not finished)
     complete: bool              #: the forest is complete: nothing is left to solve
@@ -109,12 +114,12 @@ class Manifest:
     threshold: list | None = None   #: the upper threshold of the last pass, ``[key, eid]`` (streaming)
     rows: bool = False          #: the state holds the forest's rows (streaming)
     finished: int | None = None     #: components finished so far (partitioned)
-    vertex_ranges: int | None = None    #: the ranges of vertices the labels are cut in (partitioned)
-    chunk_bounds: list | None = None    #: the edge chunks the forest ids are cut by (partitioned)
+    vertex_ranges: int | None = None    #: the ranges of vertices the labels are cut in (partitioned, spread)
+    chunk_bounds: list | None = None    #: the edge chunks the forest ids are cut by (partitioned, spread)
     format: str = _FORMAT
     version: int = _VERSION
 
-    MODES = ("resident", "stream", "partitioned")
+    MODES = ("resident", "stream", "partitioned", "spread-stream")
 
     def to_json(self) -> dict:
         return _plain(asdict(self))
@@ -590,6 +595,33 @@ def read_forest_part(directory, saved_bounds, lo, hi):
             ids = _load(directory, f"forest-{j}.npy").astype(np.int64)
             parts.append(ids[(ids >= lo) & (ids < hi)])
     return np.sort(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
+
+
+def write_chunk_part(directory, j, forest, *rows):
+    """(spread streaming) Write edge chunk ``j``'s forest ids and forest rows, from the passes' parts
+    (``forest``: the ids, ascending; ``rows``: :class:`~mst_dist.engine.passes.KeptRows`)."""
+    from mst_dist.engine.passes import joined_rows
+
+    _save(directory, f"forest-{j}.npy", np.asarray(forest, np.int64))
+    for name, col in zip(_ROWS, joined_rows(*rows)):
+        _save(directory, f"rows-{j}-{name}.npy", np.asarray(col))
+    return True
+
+
+def read_chunk_rows(directory, saved_bounds, lo, hi, n_vertices):
+    """(spread streaming) The saved forest rows of edge ids ``[lo, hi)`` (an edge chunk of this run), from
+    the saved chunks' parts that overlap it, as a pass keeps them."""
+    b = np.asarray(saved_bounds, np.int64)
+    parts = []
+    for j in range(b.shape[0] - 1):
+        if b[j] < hi and b[j + 1] > lo:
+            cols = [_load(directory, f"rows-{j}-{name}.npy") for name in _ROWS]
+            inside = (cols[0] >= lo) & (cols[0] < hi)
+            parts.append([c[inside] for c in cols])
+    if not parts:
+        z = np.zeros(0, np.int64)
+        return KeptRows(z, z.copy(), z.copy(), np.zeros(0), n_vertices)
+    return KeptRows(*(np.concatenate([p[i] for p in parts]) for i in range(4)), n_vertices)
 
 
 #: Saved row columns up to this size are read whole from an object store; larger ones by ranges.

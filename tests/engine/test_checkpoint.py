@@ -136,6 +136,51 @@ def test_streamed_run_stopped_after_a_pass_and_resumed(client2, tmp_path, case):
     assert out.stats.resumed_from is not None
 
 
+SPREAD = {
+    # where the run is stopped, the passes the checkpoint holds then
+    "after-pass-1": (dict(**{"pass": "pass 2"}), 1),
+    "after-pass-2": (dict(**{"pass": "pass 3"}), 2),
+    "after-the-last-pass": (dict(phase="finish"), None),
+}
+
+
+@pytest.mark.parametrize("case", list(SPREAD))
+def test_spread_streamed_run_stopped_after_a_pass_and_resumed(client2, tmp_path, case):
+    """A streaming run with its vertex map spread saves each pass as it holds it (labels per range of
+    vertices, forest ids and rows per chunk) and goes on with the next pass: the same ids, rows, labels and
+    components as Kruskal."""
+    import dask
+
+    when, held = SPREAD[case]
+    g = sparse_graph(seed=9, n=1500, m=2000)
+    exp = expected(g)
+    opts = dict(partitions=3, local_finish=0, vertex_partition="always", stream="always")
+    ck = str(tmp_path / "ck")
+    # each pass partitioned until 300 components are left (then the base case)
+    settings = {"mst.vertex-base": 300, "mst.vertex-ranges": 4, "mst.slice-edges": 700}
+    with dask.config.set(settings):
+        with pytest.raises(Preempted):
+            mst_dist.minimum_spanning_forest(g, client2, checkpoint=ck, progress=stop_at(**when), **opts)
+        saved = manifest(ck)
+        assert saved["mode"] == "spread-stream" and saved["rows"]
+        assert saved["passes"] == held if held else saved["complete"] and saved["threshold"] is None
+        assert saved["vertex_ranges"] == 4 and len(saved["chunk_bounds"]) == 4
+        state = sorted(os.listdir(os.path.join(ck, saved["state"])))
+        assert state == sorted([f"labels-{r}.npy" for r in range(4)] + [f"forest-{j}.npy" for j in range(3)] +
+                               [f"rows-{j}-{c}.npy" for j in range(3) for c in ("edge_id", "src", "dst", "weight")])
+        events = []
+        res = mst_dist.minimum_spanning_forest(g, client2, checkpoint=ck, progress=recorder(events), **opts)
+    assert_result(res, exp)  # the rows of the saved passes are the checkpoint's
+    assert res.stats.kind == "spread-streaming" and res.stats.resumed_from == saved["round"]
+    if held == 1:  # the passes after the first still start with more components than the base case takes
+        assert "partitioned" in {r.mode for r in res.stats.rounds}
+    read = {ev.get("pass") for ev in events}
+    assert not read & {f"pass {k}" for k in range(1, saved["passes"] + 1)}  # the saved passes were not read again
+    if saved["complete"]:
+        assert not any(p.startswith("pass") for p in read if p)
+    assert not os.path.exists(os.path.join(ck, MANIFEST))
+
+
 def test_another_graph_or_options_refused_until_told_to_start_over(client2, tmp_path):
     g = mst_dist.generate("rmat", seed=3, scale=10, edge_factor=8)
     ck = tmp_path / "ck"

@@ -116,10 +116,6 @@ def test_kind_chosen():
         choose_kind(streamed, g, _layout(2**19, workers=1), None)
 
 
-def test_what_it_does_not_do_is_refused_before_work(client2, tmp_path):
-    g = mst_dist.generate("grid", seed=1, rows=10, cols=10)
-    with pytest.raises(ConfigError, match="checkpoint"):
-        mst_dist.minimum_spanning_forest(g, client2, vertex_partition="always", stream="always",
-                                         checkpoint=tmp_path / "ck")
+def test_a_slice_of_no_edge_is_refused_before_work():
     with pytest.raises(ConfigError, match="slice_edges"):
         RunSpec.build(slice_edges=0)

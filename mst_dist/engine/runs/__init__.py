@@ -28,7 +28,6 @@ import time
 from distributed.scheduler import KilledWorker
 
 from mst_dist import config
-from mst_dist.config import ConfigError
 from mst_dist.graph import InvalidGraphError, human_bytes, vertex_memory
 from mst_dist.engine import interrupt
 from mst_dist.engine.keys import new_token
@@ -64,8 +63,8 @@ def choose_kind(spec, graph, cluster: ClusterLayout, ckpt: RunCheckpoint | None)
     streams = should_stream(spec.stream, graph, cluster.total_memory)
     mode = spec.vertex_partition
     if ckpt is not None and ckpt.mode is not None:
-        streams = ckpt.mode == "stream"
-        mode = "always" if ckpt.mode == "partitioned" else "never"
+        streams = ckpt.mode in ("stream", "spread-stream")
+        mode = "always" if ckpt.mode in ("partitioned", "spread-stream") else "never"
     need = vertex_memory(graph.n_vertices)
     spread = mode == "always" or (mode == "auto" and cluster.n_workers > 1 and (
         # one worker holds every range of a partitioned run: nothing to spread
@@ -77,13 +76,7 @@ def choose_kind(spec, graph, cluster: ClusterLayout, ckpt: RunCheckpoint | None)
                 f"more than half the cluster's memory ({human_bytes(cluster.total_memory)}) even spread over "
                 f"its workers: relabel the vertex ids to 0..n-1 (e.g. numpy.unique(ids, return_inverse=True)) "
                 f"or add workers", source=graph.name)
-        if not streams:
-            return PartitionedRun.kind
-        if ckpt is not None:
-            raise ConfigError("checkpoint= does not combine with a streaming run whose vertices are spread over "
-                              "the workers in this version: give no checkpoint, or use vertex_partition='never' "
-                              "(one worker then holds the vertex map)", key="checkpoint")
-        return SpreadStreamingRun.kind
+        return SpreadStreamingRun.kind if streams else PartitionedRun.kind
     check_vertex_memory(graph, cluster.max_memory)
     if streams:
         check_stream_memory(graph, cluster)

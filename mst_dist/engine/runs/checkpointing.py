@@ -42,14 +42,15 @@ class RunCheckpoint:
         ck.saved = ck.store.open()
         s = ck.saved
         if s is not None:
+            by_pass = s.mode in ("stream", "spread-stream")
             logger.info("resuming from checkpoint %s: %s %d done, %d components left", ck.store.path,
-                        "pass" if s.mode == "stream" else "round",
-                        s.passes if s.mode == "stream" else s.round, s.components)
+                        "pass" if by_pass else "round", s.passes if by_pass else s.round, s.components)
         return ck
 
     @property
     def mode(self) -> str | None:
-        """The saved run's mode (``"resident"``, ``"partitioned"`` or ``"stream"``), ``None`` with nothing saved."""
+        """The saved run's mode (``"resident"``, ``"partitioned"``, ``"stream"`` or ``"spread-stream"``), ``None``
+        with nothing saved."""
         return None if self.saved is None else self.saved.mode
 
     def _key(self, phase, rnd, index=None):
@@ -138,6 +139,35 @@ class RunCheckpoint:
                 rows[i] = [c.submit(checkpoint.read_rows, d, r.offset, r.offset + r.stop - r.start, n_vertices,
                                     key=self._key("resume-rows", k, i), pure=False)]
         return vmap, self.forest, rows
+
+    # -- spread streaming runs: a state per pass, cut as the run holds it -----------------
+
+    def save_spread_pass(self, st, k, hi, n_live, *, labels, forest, pins, chunk_bounds):
+        """After pass ``k``: each range's labels (live ids of the next pass) written by its owner, each
+        chunk's forest ids (``forest[j]``: a future of them, ascending) and rows (``st.rows``) where the
+        chunk's forest is (``pins``), then the manifest."""
+        c = self.client
+        with self.store.saving(mode="spread-stream", round=st.rnd, passes=k, components=n_live,
+                               threshold=None if hi is None else list(hi), complete=hi is None, rows=True,
+                               vertex_ranges=len(labels), chunk_bounds=[int(b) for b in chunk_bounds]) as tmp:
+            written = [c.submit(checkpoint.write_labels_part, tmp, r, vl, pure=False, priority=CHECKPOINT_PRIORITY,
+                                key=self._key("checkpoint-labels", k, f"{self.store.saves}.{r}"))
+                       for r, vl in enumerate(labels)]
+            written += [c.submit(checkpoint.write_chunk_part, tmp, j, f, *st.rows.get(j, []), pure=False,
+                                 priority=CHECKPOINT_PRIORITY, **pins[j],
+                                 key=self._key("checkpoint-chunk", k, f"{self.store.saves}.{j}"))
+                        for j, f in enumerate(forest)]
+            c.gather(written)
+
+    def resume_spread(self, vertex_bounds, chunk_bounds, n_vertices):
+        """The saved labels (one future per range of ``vertex_bounds``), and each chunk's saved forest ids
+        and rows (futures)."""
+        s, c, k = self.saved, self.client, self.saved.passes
+        labels, forest = self.resume_parts(vertex_bounds, chunk_bounds)
+        rows = [c.submit(checkpoint.read_chunk_rows, self.store.state_dir(s), s.chunk_bounds, int(lo), int(hi),
+                         n_vertices, pure=False, key=self._key("resume-rows", k, j))
+                for j, (lo, hi) in enumerate(zip(chunk_bounds[:-1], chunk_bounds[1:]))]
+        return labels, forest, rows
 
     def discard(self):
         """The run is done: a rerun starts over."""

@@ -52,30 +52,54 @@ class SpreadStreamingRun(SlicedPasses, PartitionedRun):
         """Sample, then pass after pass until the last slice (the rest of the order) is solved."""
         self.workers = sorted(self.cluster.kinds)
         self.stats.vertex_partition["local_contraction"] = False  # a slice's edges are not cut by vertex range
-        self.vertex_bounds = vb = even_bounds(self.g.n_vertices, self.n_ranges)
-        lpins = self._range_pins(vb.shape[0] - 1)
-        with Batch(self.client) as b:
-            st.labels = [b.submit(ranged.first_labels, int(lo), int(hi), key=self.builder.key("labels-init", 0, r),
-                                  **lpins[r]) for r, (lo, hi) in enumerate(zip(vb[:-1], vb[1:]))]
         sample = self._sample(st)
+        lo, n_live, k, done = self._start(st)
         self.stats.setup_seconds = time.perf_counter() - self.t_start
         st.t_solve = time.perf_counter()
-        lo, n_live, k, live = None, self.g.n_vertices, 0, True
-        while True:
+        while not done:
             k += 1
             hi = self._next_threshold(sample, st, lo, n_live, k)
-            if not live:  # the last pass's components are this one's live ids
-                st.labels = self._each_range(ranged.flip, st.labels, "pass-open", k)
             kept, rows = self._pass(st, k, lo, hi)
             n_live, live = self._solve_slice(st, k, kept, rows, n_live)
             kept = rows = None
-            if hi is None:
-                break
-            lo = hi
-        if live:  # the last pass found no edge: its ids stand, as finished ones
-            st.labels = self._each_range(ranged.flip, st.labels, "pass-open", k + 1)
-        self.labels_parts = st.labels
+            if not live:  # the pass's components (finished as -(F + 1)) are the next pass's live ids F
+                st.labels = self._each_range(ranged.flip, st.labels, "pass-close", k)
+            if self.ckpt is not None:
+                self._save_pass(st, k, hi, n_live)
+            done, lo = hi is None, hi
+        # every component left is finished: the live ids F as -(F + 1), as the canonical labels take them
+        self.labels_parts = st.labels = self._each_range(ranged.flip, st.labels, "pass-end", k)
         st.n_comp = 0
+
+    def _start(self, st):
+        """The vertex map before the first pass, or as a checkpoint saved it: ``(lo, components, passes
+        done, complete)``."""
+        n, saved = self.g.n_vertices, self.ckpt.saved if self.ckpt is not None else None
+        self.pins = [{}] * len(self.ranges)  # each pass pins its chunks where they were loaded
+        self.vertex_bounds = vb = even_bounds(n, saved.vertex_ranges if saved is not None else self.n_ranges)
+        if saved is None:
+            lpins = self._range_pins(vb.shape[0] - 1)
+            with Batch(self.client) as b:
+                st.labels = [b.submit(ranged.first_labels, int(lo), int(hi), key=self.builder.key("labels-init", 0, r),
+                                      **lpins[r]) for r, (lo, hi) in enumerate(zip(vb[:-1], vb[1:]))]
+            return None, n, 0, False
+        st.labels, forest, rows = self.ckpt.resume_spread(vb, self.chunk_bounds, n)
+        st.forest = {i: [f] for i, f in enumerate(forest)}
+        st.rows = {i: [r] for i, r in enumerate(rows)}
+        st.rnd = saved.round
+        self.stats.resumed_from = st.rnd
+        return None if saved.threshold is None else tuple(saved.threshold), saved.components, saved.passes, \
+            saved.complete
+
+    def _save_pass(self, st, k, hi, n_live):
+        """The pass's state to the checkpoint; each chunk's forest ids so far joined into one part first."""
+        with Batch(self.client) as b:
+            for i in range(len(self.ranges)):
+                st.forest[i] = [b.submit(tasks.forest_ids, *st.forest.get(i, []), key=self.builder.key("pass-ids", k, i),
+                                         **self.pins[i])]
+        forest = [st.forest[i][0] for i in range(len(self.ranges))]
+        self.ckpt.save_spread_pass(st, k, hi, n_live, labels=st.labels, forest=forest, pins=self.pins,
+                                   chunk_bounds=self.chunk_bounds)
 
     def _each_range(self, fn, parts, phase, k):
         """``fn`` on each range's part, where its owner is."""
