@@ -144,9 +144,10 @@ class PartitionedRun(ResidentRun):
         self.ckpt.save_parts(st, labels=labels, mapped=mapped, pins=self.pins, chunk_bounds=self.chunk_bounds,
                              finished=finished)
 
-    def _count_edges(self, rnd, mapped):
+    def _count_edges(self, rnd, mapped, phase="count"):
         with Batch(self.client) as b:
-            counts = [b.submit(ranged.edges_in, m, key=self.builder.key("count", rnd, i)) for i, m in enumerate(mapped)]
+            counts = [b.submit(ranged.edges_in, m, key=self.builder.key(phase, rnd, i), **self.pins[i])
+                      for i, m in enumerate(mapped)]
         return sum(self.client.gather(counts))
 
     def _resume(self, st, saved):

@@ -122,10 +122,8 @@ class SpreadStreamingRun(SlicedPasses, PartitionedRun):
                                 serve=ranged.serve_map, assemble=ranged.filter_block, pins=self.pins,
                                 assemble_kwargs=kwargs)
         blocks = None
-        with Batch(c) as b:
-            counts = [b.submit(ranged.edges_in, m, key=key("pass-count", k, i), **self.pins[i])
-                      for i, m in enumerate(mapped)]
-        sub = SolveState(n_comp=n_live, edges_left=sum(c.gather(counts)), rnd=st.rnd, t_solve=st.t_solve)
+        sub = SolveState(n_comp=n_live, edges_left=self._count_edges(k, mapped, "pass-count"), rnd=st.rnd,
+                         t_solve=st.t_solve)
         self.stats.passes[-1].edges_kept = sub.edges_left  # the slice's edges that join two components
         if not sub.edges_left:
             return n_live, True
