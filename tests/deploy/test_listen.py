@@ -202,12 +202,59 @@ def test_start_local_script(tmp_path):
         pids = {q.pid for q in psutil.Process(p.pid).children(recursive=True)}
     finally:
         p.send_signal(signal.SIGINT)
-        p.wait(timeout=180)  # a bound on a hang: the nanny and the scheduler close in turn, slowly on a busy box
+        # the script stops the workers, then the scheduler, each within MST_STOP_TIMEOUT (20 s), and kills
+        # what is left: gone in well under this, however busy the box
+        p.wait(timeout=120)
         taken.close()
-    deadline = time.monotonic() + 30
-    while any(psutil.pid_exists(q) and psutil.Process(q).status() != psutil.STATUS_ZOMBIE for q in pids):
-        assert time.monotonic() < deadline, "processes of start-local.sh left running"
+    assert_gone(pids)
+
+
+def assert_gone(pids, within=30):
+    """No process of ``pids`` runs (zombies aside) ``within`` seconds from now."""
+    def runs(pid):
+        try:
+            return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:
+            return False
+
+    deadline = time.monotonic() + within
+    while running := [q for q in pids if runs(q)]:
+        assert time.monotonic() < deadline, f"processes of start-local.sh left running: {running}"
         time.sleep(0.2)
+
+
+def _cmdline(proc):
+    try:
+        return " ".join(proc.cmdline())
+    except (psutil.NoSuchProcess, psutil.ZombieProcess):
+        return ""
+
+
+@pytest.mark.slow
+def test_start_local_script_ctrl_c_while_the_worker_starts(tmp_path):
+    """Ctrl-C while the worker is still starting (its warm-up compiling the kernels into an empty Numba
+    cache, tens of seconds): start-local.sh stops the worker while the scheduler is still up, kills what
+    has not stopped after MST_STOP_TIMEOUT seconds a step, and is gone with nothing left behind, well before
+    a nanny whose scheduler left first would give up on its worker (its death_timeout, 120 s)."""
+    needs.program("dask", "pip install distributed (it installs the `dask` command)")
+    env = cli_env(PYTHON=sys.executable, MST_STOP_TIMEOUT="5", NUMBA_CACHE_DIR=str(tmp_path / "numba"))
+    with open(tmp_path / "stderr", "w") as err:
+        p = subprocess.Popen(["bash", os.path.join(ROOT, "cluster", "start-local.sh"), "1"], env=env,
+                             stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while True:  # until the nanny has spawned its worker process
+            procs = psutil.Process(p.pid).children(recursive=True)
+            if any("spawn_main" in _cmdline(q) for q in procs):
+                break
+            assert p.poll() is None and time.monotonic() < deadline, (tmp_path / "stderr").read_text()[-3000:]
+            time.sleep(0.1)
+        pids = {q.pid for q in psutil.Process(p.pid).children(recursive=True)}
+    finally:
+        p.send_signal(signal.SIGINT)
+        p.wait(timeout=60)  # 2 x 5 s and the kill; a nanny left to itself would wait out 120 s
+    assert p.returncode == 130
+    assert_gone(pids, within=5)
 
 
 def _watch(p):
