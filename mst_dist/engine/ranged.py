@@ -40,9 +40,6 @@ class Block(NamedTuple):
 
     chunk: Chunk            #: the live edges, ids of the current round's components
     forest: list            #: sorted arrays of forest edge ids in this chunk's edge id range
-    #: ``(ids, lu, lv)``: the sorted distinct ids the edges touch and each end's index into them (int32), as
-    #: the step that made the block found them; ``None``: not known (:func:`split_ends` sorts them)
-    ends: tuple | None = None
 
 
 class RangeCandidates(NamedTuple):
@@ -109,7 +106,6 @@ def map_loaded(mapped, bounds):
     block = mapped[0]
     u, v, key, eid = block.chunk.edges()
     ids, lu, lv = vr.local_ids(u, v)
-    block = block._replace(ends=(ids, lu.astype(np.int32), lv.astype(np.int32)))
     return block, vr.split_candidates(vr.cheapest_sorted(ids, lu, lv, u, v, key, eid), bounds)
 
 
@@ -267,13 +263,8 @@ def relabel(rp: RangeParents, split_out, *answers, numbered: RangeMap):
 
 def split_ends(mapped, bounds):
     """A chunk asks for the new ids of every component it touches (an
-    :class:`~mst_dist.kernels.vertex_ranges.EndsSplit`: with each end's index, for the answers); the ids
-    the block's last step found are used as they are, not sorted again."""
-    block = mapped[0]
-    if block.ends is not None:
-        ids, lu, lv = block.ends
-        return vr.EndsSplit(vr.narrow(ids, is_sorted=True), np.searchsorted(ids, bounds), lu, lv)
-    u, v, _, _ = block.chunk.edges()
+    :class:`~mst_dist.kernels.vertex_ranges.EndsSplit`: with each end's index, for the answers)."""
+    u, v, _, _ = mapped[0].chunk.edges()
     return vr.cut_ends(u, v, bounds)
 
 
@@ -310,7 +301,7 @@ def filter_block(mapped, split_out, *answers, n_next, next_bounds, chosen_bundle
     parts = None
     if next_bounds is not None:
         parts = vr.split_candidates(vr.cheapest_sorted(nids, lu, lv, nu, nv, key, eid), next_bounds)
-    return Block(chunk, forest, vr.touched(nids, lu, lv)), parts
+    return Block(chunk, forest), parts
 
 
 def route_chosen(chosen, chunk_bounds):

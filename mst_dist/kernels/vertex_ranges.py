@@ -22,7 +22,7 @@ from mst_dist.kernels.cpu.ranges import first_of_pairs, first_touch, rank
 
 __all__ = ["distinct", "narrow", "even_bounds", "owner_of", "split_by_owner", "put_back", "Split", "EndsSplit",
            "cut_sorted", "cut_ends", "answers_of", "sort_edges",
-           "local_ids", "rank", "touched", "cheapest_sorted", "lightest_parallel", "merge_cheapest", "split_candidates",
+           "local_ids", "rank", "cheapest_sorted", "lightest_parallel", "merge_cheapest", "split_candidates",
            "EMPTY_CANDIDATES"]
 
 
@@ -170,21 +170,6 @@ def local_ids(u, v):
     m = u.shape[0]
     ids, inv = rank(np.concatenate([np.asarray(u, np.int64), np.asarray(v, np.int64)]))
     return ids, inv[:m], inv[m:]
-
-
-def touched(ids, lu, lv):
-    """``(ids, lu, lv)`` with the ids no end indexes dropped and the ends' indices (int32) renumbered.
-
-    >>> [a.tolist() for a in touched(np.array([2, 4, 7, 9]), np.array([0, 3]), np.array([3, 3]))]
-    [[2, 9], [0, 1], [1, 1]]
-    """
-    used = np.zeros(ids.shape[0], bool)
-    used[lu] = True
-    used[lv] = True
-    if used.all():
-        return ids, lu.astype(np.int32, copy=False), lv.astype(np.int32, copy=False)
-    at = np.cumsum(used, dtype=np.int32) - 1
-    return ids[used], at[lu], at[lv]
 
 
 def cheapest_sorted(ids, lu, lv, u, v, key, eid):

@@ -98,14 +98,6 @@ def test_rank_is_numpys_unique_with_inverse(dtype, spread, size):
     assert ids.dtype == a.dtype and inverse.dtype == np.int64
 
 
-def test_touched_drops_the_ids_no_edge_reaches():
-    ids, lu, lv = vr.touched(np.array([3, 5, 8, 13, 21]), np.array([4, 1, 4]), np.array([1, 1, 0]))
-    assert (ids.tolist(), lu.tolist(), lv.tolist()) == ([3, 5, 21], [2, 1, 2], [1, 1, 0])
-    assert lu.dtype == lv.dtype == np.int32
-    same = vr.touched(np.array([2, 4]), np.array([0]), np.array([1]))  # every id reached: nothing to drop
-    assert [a.tolist() for a in same] == [[2, 4], [0], [1]]
-
-
 @pytest.mark.parametrize("top", [2**31 - 1, 2**31, 2**40])
 def test_ids_narrowed_on_the_wire_only_where_they_fit_and_widened_back(top):
     """Requests, answers and candidates cross workers as int32 where every value fits, else as int64;

@@ -27,67 +27,76 @@ _BUCKETS = 1 << _DIGIT
 
 
 @njit(nogil=True, cache=True)
-def _rank(values):
-    m = values.shape[0]
-    lo, hi = values[0], values[0]
-    for i in range(m):
-        x = values[i]
-        if x < lo:
-            lo = x
-        if x > hi:
-            hi = x
-    span = np.uint64(hi) - np.uint64(lo)  # modulo 2**64: right for any int64 values
-    key = np.empty(m, np.uint64)
-    pos = np.empty(m, np.int64)
-    for i in range(m):
-        key[i] = np.uint64(values[i]) - np.uint64(lo)
-        pos[i] = i
-    key2 = np.empty(m, np.uint64)
-    pos2 = np.empty(m, np.int64)
-    mask = np.uint64(_BUCKETS - 1)
+def _radix(key, pos, span):
+    """``key`` (unsigned) sorted stably with ``pos`` beside it, over the digits ``span`` has."""
+    m = key.shape[0]
+    key2 = np.empty_like(key)
+    pos2 = np.empty_like(pos)
+    mask = _BUCKETS - 1
     count = np.empty(_BUCKETS, np.int64)
     for p in range(0, 64, _DIGIT):
-        shift = np.uint64(p)
-        if (span >> shift) == 0:
+        if (span >> np.uint64(p)) == 0:
             break
         count[:] = 0
         for i in range(m):
-            count[(key[i] >> shift) & mask] += 1
+            count[(key[i] >> p) & mask] += 1
         total = 0
         for d in range(_BUCKETS):
             c = count[d]
             count[d] = total
             total += c
         for i in range(m):
-            d = (key[i] >> shift) & mask
+            d = (key[i] >> p) & mask
             j = count[d]
             count[d] = j + 1
             key2[j] = key[i]
             pos2[j] = pos[i]
         key, key2 = key2, key
         pos, pos2 = pos2, pos
+    return key, pos
+
+
+@njit(nogil=True, cache=True)
+def _distinct(key, pos, lo, out):
+    """The sorted ``key`` (values less ``lo``) as distinct values into ``out``; each position's rank."""
+    m = key.shape[0]
     inverse = np.empty(m, np.int64)
-    distinct = np.empty(m, values.dtype)
     k = -1
     for i in range(m):
         if k < 0 or key[i] != key[i - 1]:
             k += 1
-            distinct[k] = key[i] + np.uint64(lo)
+            out[k] = np.uint64(key[i]) + np.uint64(lo)
         inverse[pos[i]] = k
-    return distinct[:k + 1].copy(), inverse
+    return k + 1, inverse
 
 
 def rank(values):
     """``(distinct, inverse)``: the sorted distinct integers of ``values`` and each one's index among them
     (what ``np.unique(values, return_inverse=True)`` gives, int64 indices).
 
+    Keys and positions are 32-bit where the values' span and count allow (most chunks): the sort's
+    scratch is then 16 bytes a value.
+
     >>> [a.tolist() for a in rank(np.array([7, 3, 7, 10, 3]))]
     [[3, 7, 10], [1, 0, 1, 2, 0]]
     """
     values = np.ascontiguousarray(values)
-    if values.shape[0] == 0:
+    m = values.shape[0]
+    if m == 0:
         return values.copy(), np.zeros(0, np.int64)
-    return _rank(values)
+    wide = values if values.dtype in (np.int32, np.int64) else values.astype(np.int64)
+    unsigned = np.uint32 if wide.dtype == np.int32 else np.uint64
+    lo, hi = int(wide.min()), int(wide.max())
+    span = hi - lo
+    # each value less the smallest, modulo 2**bits of the values: right for any signed values
+    key = wide.view(unsigned) - unsigned(lo % (1 << (8 * wide.dtype.itemsize)))
+    if span <= 0xFFFFFFFF:
+        key = key.astype(np.uint32, copy=False)
+    pos = np.arange(m, dtype=np.int32 if m <= np.iinfo(np.int32).max else np.int64)
+    key, pos = _radix(key, pos, np.uint64(span))
+    out = np.empty(m, wide.dtype)
+    k, inverse = _distinct(key, pos, np.int64(lo), out)
+    return out[:k].astype(values.dtype), inverse
 
 
 @njit(nogil=True, cache=True)
