@@ -61,5 +61,17 @@ def get(key, override=None, default=_NO_DEFAULT):
 
 
 def refresh():
-    """Re-read the environment and the YAML files (packaged defaults included)."""
-    dask.config.refresh()
+    """Re-read the environment and the YAML files (packaged defaults included).
+
+    The new configuration is built apart and then put in place key by key:
+    Dask's own ``dask.config.refresh`` empties the global configuration
+    first, and a thread reading it meanwhile (the heartbeat of an
+    in-process worker) fails with a ``KeyError`` and closes its worker.
+    """
+    fresh = {}
+    dask.config.refresh(config=fresh)
+    live = dask.config.config
+    for key, value in fresh.items():
+        live[key] = value
+    for key in [k for k in live if k not in fresh]:
+        del live[key]

@@ -176,6 +176,41 @@ def test_stream_forced_from_the_environment(client, environ, monkeypatch):
     assert not mst_dist.minimum_spanning_forest(g, client).stats.streamed  # auto: small graphs stay resident
 
 
+def test_config_refresh_never_leaves_the_configuration_empty(monkeypatch):
+    """Another thread reading dask.config while it is re-read (an in-process worker's heartbeat, as in the
+    run above) finds every key: Dask's own refresh empties it first, and such a worker closed on a KeyError."""
+    import sys
+    import threading
+
+    import dask
+
+    misses, stop = [], threading.Event()
+
+    def read():
+        while not stop.is_set():
+            try:
+                dask.config.get("distributed.comm.retry.count")
+            except KeyError as e:
+                misses.append(e)
+
+    monkeypatch.setenv("DASK_MST__STREAM", "always")
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads take turns often: the window of an empty configuration shows
+    reader = threading.Thread(target=read)
+    reader.start()
+    try:
+        for _ in range(500):
+            mst_dist.config.refresh()
+    finally:
+        stop.set()
+        reader.join()
+        sys.setswitchinterval(switch)
+        monkeypatch.undo()
+        mst_dist.config.refresh()
+    assert not misses
+    assert mst_dist.config.get("stream") == "auto"  # the environment re-read once more: back as it was
+
+
 def test_stream_mode_checked():
     g = mst_dist.Graph.from_arrays([0], [1], [1])
     with pytest.raises(ValueError, match="unknown stream mode 'sometimes'; choose one of auto, always, never"):
