@@ -588,13 +588,17 @@ def read_labels_part(directory, r, lo, hi):
 def read_forest_part(directory, saved_bounds, lo, hi):
     """(partitioned) The saved forest ids in ``[lo, hi)`` (an edge chunk of this run), ascending, from the
     saved chunks' parts that overlap it (the chunks may be cut otherwise now)."""
-    b = np.asarray(saved_bounds, np.int64)
     parts = []
-    for j in range(b.shape[0] - 1):
-        if b[j] < hi and b[j + 1] > lo:
-            ids = _load(directory, f"forest-{j}.npy").astype(np.int64)
-            parts.append(ids[(ids >= lo) & (ids < hi)])
+    for j in _overlapping(saved_bounds, lo, hi):
+        ids = _load(directory, f"forest-{j}.npy").astype(np.int64)
+        parts.append(ids[(ids >= lo) & (ids < hi)])
     return np.sort(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
+
+
+def _overlapping(saved_bounds, lo, hi):
+    """The saved edge chunks (by ``saved_bounds``) holding edge ids of ``[lo, hi)``."""
+    b = np.asarray(saved_bounds, np.int64)
+    return [j for j in range(b.shape[0] - 1) if b[j] < hi and b[j + 1] > lo]
 
 
 def write_chunk_part(directory, j, forest, *rows):
@@ -611,13 +615,11 @@ def write_chunk_part(directory, j, forest, *rows):
 def read_chunk_rows(directory, saved_bounds, lo, hi, n_vertices):
     """(spread streaming) The saved forest rows of edge ids ``[lo, hi)`` (an edge chunk of this run), from
     the saved chunks' parts that overlap it, as a pass keeps them."""
-    b = np.asarray(saved_bounds, np.int64)
     parts = []
-    for j in range(b.shape[0] - 1):
-        if b[j] < hi and b[j + 1] > lo:
-            cols = [_load(directory, f"rows-{j}-{name}.npy") for name in _ROWS]
-            inside = (cols[0] >= lo) & (cols[0] < hi)
-            parts.append([c[inside] for c in cols])
+    for j in _overlapping(saved_bounds, lo, hi):
+        cols = [_load(directory, f"rows-{j}-{name}.npy") for name in _ROWS]
+        inside = (cols[0] >= lo) & (cols[0] < hi)
+        parts.append([c[inside] for c in cols])
     if not parts:
         z = np.zeros(0, np.int64)
         return KeptRows(z, z.copy(), z.copy(), np.zeros(0), n_vertices)

@@ -136,7 +136,7 @@ def _first_of_pairs(lu, lv, k):
         if a > b:
             a, b = b, a
         pair = a * np.int64(k) + b
-        h = (np.uint64(pair) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - bits) if bits else np.uint64(0)
+        h = (np.uint64(pair) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - bits)  # m >= 1: bits >= 1
         while True:
             at = table[h]
             if at == empty:
