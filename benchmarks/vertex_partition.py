@@ -22,6 +22,11 @@ Two measurements, each on real worker processes (1 thread each), from the reposi
     # checkout, e.g. `git worktree add /tmp/mst-before <commit>`), each in fresh processes, taking turns
     python -m benchmarks.vertex_partition cpu --before /tmp/mst-before --out vp-cpu.json
 
+    # many edge chunks on the centralised rounds (4 worker processes): the map's scratch, this version
+    # against an earlier one, each in fresh processes, taking turns
+    python -m benchmarks.vertex_partition chunks --before /tmp/mst-before --n 8388608 --m 16777216 \
+        --chunks 128 --out vp-chunks.json
+
 Every run's forest is compared with the centralised run's (edge ids, components); the JSON written
 holds the raw figures, and the tables printed go into docs/benchmarks.md.
 """
@@ -304,28 +309,57 @@ print("RESULT " + json.dumps({"times": times, "ids": hashlib.sha1(res.edge_ids.t
 """
 
 
-def cpu(args):
-    """The CPU benchmark's graphs on the embedded default: this checkout against ``--before``, in turns."""
+_CHUNKS_CHILD = r"""
+import hashlib, json, sys, time
+if __name__ == "__main__":
+    import mst_dist
+    from distributed import Client, LocalCluster
+    n, m, workers, chunks, repeat = (int(x) for x in sys.argv[1:6])
+    g = mst_dist.generate("erdos_renyi", n=n, m=m, seed=1)
+    times = []
+    lc = LocalCluster(n_workers=workers, threads_per_worker=1, memory_limit="4GiB", dashboard_address=None)
+    with lc, Client(lc) as c:
+        for i in range(repeat + 1):  # the first run warms the workers and their kernels: not timed
+            t0 = time.perf_counter()
+            res = mst_dist.minimum_spanning_forest(g if i else mst_dist.generate("erdos_renyi", n=1000, m=4000), c,
+                                                   partitions=chunks, local_finish=0, vertex_partition="never")
+            if i:
+                times.append(time.perf_counter() - t0)
+    print("RESULT " + json.dumps({"times": times, "ids": hashlib.sha1(res.edge_ids.tobytes()).hexdigest(),
+                                  "module": mst_dist.__file__}))
+"""
+
+
+def _in_turns(before, child, argv, turns):
+    """``child`` (a script printing ``RESULT {json}``) run with ``argv`` in fresh processes, this checkout and
+    the one at ``before`` taking turns: ``(best seconds per version, edge ids' hash per version)``."""
     import subprocess
 
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    trees = {"before": os.path.abspath(before), "now": here}
+    best, ids = {}, {}
+    for _ in range(turns):
+        for name, tree in trees.items():
+            env = dict(os.environ, PYTHONPATH=tree)
+            p = subprocess.run([sys.executable, "-c", child, *argv], env=env, cwd=tree, capture_output=True,
+                               text=True, check=True)
+            r = json.loads(p.stdout.split("RESULT ", 1)[1])
+            assert r["module"].startswith(tree), f"{name}: imported {r['module']}, not from {tree}"
+            best[name] = min(best.get(name, float("inf")), *r["times"])
+            ids.setdefault(name, r["ids"])
+    return best, ids
+
+
+def cpu(args):
+    """The CPU benchmark's graphs on the embedded default: this checkout against ``--before``, in turns."""
     import yaml
 
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     with open(os.path.join(here, "benchmarks", "configs", "bench-cpu.yaml")) as f:
         graphs = [g for g in yaml.safe_load(f)["graphs"] if not args.only or g["name"] in args.only.split(",")]
-    trees = {"before": os.path.abspath(args.before), "now": here}
     out = []
     for gr in graphs:
-        best, ids = {}, {}
-        for _ in range(args.turns):
-            for name, tree in trees.items():
-                env = dict(os.environ, PYTHONPATH=tree)
-                p = subprocess.run([sys.executable, "-c", _CHILD, json.dumps(gr["generate"]), str(args.repeat)],
-                                   env=env, cwd=tree, capture_output=True, text=True, check=True)
-                r = json.loads(p.stdout.split("RESULT ", 1)[1])
-                assert r["module"].startswith(tree), f"{name}: imported {r['module']}, not from {tree}"
-                best[name] = min(best.get(name, float("inf")), *r["times"])
-                ids.setdefault(name, r["ids"])
+        best, ids = _in_turns(args.before, _CHILD, [json.dumps(gr["generate"]), str(args.repeat)], args.turns)
         assert ids["before"] == ids["now"], f"{gr['name']}: the forests differ"
         out.append({"graph": gr["name"], "before": best["before"], "now": best["now"],
                     "ratio": best["now"] / best["before"]})
@@ -334,6 +368,19 @@ def cpu(args):
     geo = float(np.exp(np.mean(np.log([o["ratio"] for o in out]))))
     print(f"geometric mean of now / before: {geo:.3f}")
     return {"graphs": out, "geomean_ratio": geo, "repeat": args.repeat, "turns": args.turns}
+
+
+def chunks(args):
+    """Many edge chunks on the centralised rounds, worker processes of 1 thread: ``--before`` against this
+    checkout, in turns."""
+    argv = [str(x) for x in (args.n, args.m, args.workers, args.chunks, args.repeat)]
+    best, ids = _in_turns(args.before, _CHUNKS_CHILD, argv, args.turns)
+    assert ids["before"] == ids["now"], "the forests differ"
+    ratio = best["now"] / best["before"]
+    print(f"Erdos-Renyi n={args.n} m={args.m}, {args.chunks} chunks on {args.workers} workers: before "
+          f"{best['before']:.2f} s  now {best['now']:.2f} s  now / before {ratio:.3f}", flush=True)
+    return {"graph": {"n": args.n, "m": args.m, "chunks": args.chunks}, "workers": args.workers,
+            "before": best["before"], "now": best["now"], "ratio": ratio, "repeat": args.repeat, "turns": args.turns}
 
 
 def main(argv=None):
@@ -376,8 +423,18 @@ def main(argv=None):
     c.add_argument("--turns", type=int, default=2, help="processes per version and graph, taking turns")
     c.add_argument("--only", default=None, help="graphs of the CPU benchmark to run (comma-separated names)")
     c.add_argument("--out", default=None)
+    ch = sub.add_parser("chunks")
+    ch.add_argument("--before", required=True, help="a checkout of the version to compare with")
+    ch.add_argument("--n", type=int, default=2**23)
+    ch.add_argument("--m", type=int, default=2**24)
+    ch.add_argument("--chunks", type=int, default=128)
+    ch.add_argument("--workers", type=int, default=4)
+    ch.add_argument("--repeat", type=int, default=2, help="timed runs per process (after one warm-up)")
+    ch.add_argument("--turns", type=int, default=2, help="processes per version, taking turns")
+    ch.add_argument("--out", default=None)
     args = p.parse_args(argv)
-    result = {"bytes": bytes_moved, "ceiling": ceiling, "cpu": cpu, "local": local}[args.what](args)
+    result = {"bytes": bytes_moved, "ceiling": ceiling, "cpu": cpu, "local": local,
+              "chunks": chunks}[args.what](args)
     if args.out:
         with open(args.out, "w") as f:
             json.dump(result, f, indent=1)

@@ -63,6 +63,9 @@ def _pipeline(weight_dtype):
     if n1:
         outs1 = [d.map_round(o[0], rmap, n1) for o in outs]
         d.contract(d.merge(*[o[1] for o in outs1]), n1, st, False)
+        # the map's ranked form: few edges among many components (kernels/cpu/phases.py)
+        d.map_round(outs[0][0], rmap, 8 * src.shape[0])
+    d.map_round(chunks[0], None, 8 * src.shape[0])
     # the light-edge pass's split, and its map composition
     keys, eids = chunks[0].key, chunks[0].eid
     if keys.shape[0]:

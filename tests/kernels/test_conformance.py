@@ -190,8 +190,17 @@ def test_adopt_and_travel(kern, ref, case):
 # a round: map, merge, contract, filter-nodes, filter-edges
 # ---------------------------------------------------------------------------
 
+@pytest.fixture(params=["dense", "ranked"])
+def scratch(request, monkeypatch):
+    """The CPU map's two forms: scratch indexed by component id, or the chunk's ids ranked first."""
+    from mst_dist.kernels.cpu import phases
+
+    monkeypatch.setattr(phases, "SPARSE_MAP_RATIO", 10**9 if request.param == "dense" else -1)
+    return request.param
+
+
 @pytest.mark.parametrize("case", CASES, ids=IDS)
-def test_map(kern, ref, case):
+def test_map(kern, ref, case, scratch):
     n = case[1]
     c = prepared(ref, case)
     new, cand = kern.map(kern.adopt(c), n)
@@ -201,7 +210,7 @@ def test_map(kern, ref, case):
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
-def test_map_with_filter_edges_fused(kern, ref, case):
+def test_map_with_filter_edges_fused(kern, ref, case, scratch):
     n = case[1]
     c = prepared(ref, case)
     _, cand = ref.map(c, n)

@@ -3,6 +3,16 @@
 Serial ``nogil`` kernels: a worker runs as many of them at once as it has
 threads.  The contract and filter-nodes kernels run in parallel over the
 components.
+
+The map keeps its cheapest edge per component in arrays indexed by
+component id while the chunk has edges enough to fill them; a chunk with
+few edges among many components (``n_comp > SPARSE_MAP_RATIO * edges``: many
+chunks, or the first rounds of a graph with many vertices) ranks the ids it
+touches first (:func:`mst_dist.kernels.cpu.ranges.rank`), so its scratch
+and its time follow its edges rather than the components.  Measured on one
+chunk, this project's 2-core machine: 26K edges over 4M components, 70 ms
+dense against 1.0 ms ranked; 500K edges over 1M components, 25 ms against
+54 ms (dense wins).
 """
 from __future__ import annotations
 
@@ -11,10 +21,14 @@ from numba import njit, prange
 
 from mst_dist.kernels.contract import Candidates, Chunk
 from mst_dist.kernels.cpu.arena import alloc_soa, nthreads
+from mst_dist.kernels.cpu.ranges import rank
 
 __all__ = ["map", "merge", "contract", "filter_nodes", "filter_edges", "split_light", "sample", "contract_interior"]
 
 KMAX = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+#: The map ranks a chunk's ids first when the components are more than this many times its edges.
+SPARSE_MAP_RATIO = 4
 
 
 @njit(nogil=True, cache=True, inline="always")
@@ -72,17 +86,59 @@ def _map_chunk(u, v, key, eid, n_comp):
     return _extract(bk, be, bo)
 
 
+@njit(nogil=True, cache=True)
+def _best_local(lu, lv, u, v, key, eid, k):
+    """:func:`_best_update` over local ids ``lu``/``lv`` (``k`` of them); the other end kept as its id."""
+    bk = np.empty(k, np.uint64)
+    be = np.full(k, -1, np.int64)
+    bo = np.empty(k, np.int64)
+    for i in range(lu.shape[0]):
+        a = lu[i]
+        b = lv[i]
+        if a == b:
+            continue
+        kk = key[i]
+        e = eid[i]
+        if be[a] < 0 or _better(kk, e, bk[a], be[a]):
+            bk[a] = kk
+            be[a] = e
+            bo[a] = v[i]
+        if be[b] < 0 or _better(kk, e, bk[b], be[b]):
+            bk[b] = kk
+            be[b] = e
+            bo[b] = u[i]
+    return bk, be, bo
+
+
+def _map_ranked(u, v, key, eid):
+    """:func:`_map_chunk` with scratch sized by the ids the edges touch, not by the components."""
+    m = u.shape[0]
+    if m == 0:
+        return Candidates.empty().arrays()
+    ids, inv = rank(np.concatenate([u, v]))
+    local, ck, ce, co = _extract(*_best_local(inv[:m], inv[m:], u, v, key, eid, ids.shape[0]))
+    return ids[local].astype(np.int64), ck, ce, co
+
+
 def map(chunk, n_comp, M=None):
     """Cheapest edge leaving each component the chunk touches (role: map).
 
     With a round map ``M``, the previous round's filter-edges is fused into
     the same pass: endpoints relabelled, self-loops dropped, the filtered
-    chunk returned beside the candidates.
+    chunk returned beside the candidates.  Candidates come sorted by
+    component either way (dense scratch or ranked ids, see the module).
     """
+    ranked = n_comp > SPARSE_MAP_RATIO * len(chunk)
     if M is None:
+        if ranked:
+            return chunk, Candidates(*_map_ranked(chunk.u, chunk.v, chunk.key, chunk.eid))
         return chunk, Candidates(*_map_chunk(chunk.u, chunk.v, chunk.key, chunk.eid, np.int64(n_comp)))
     u = chunk.u
     nu, nv, nk, ne = alloc_soa(len(chunk), [u.dtype, chunk.v.dtype, np.uint64, np.int64])
+    if ranked:
+        j = _filter(u, chunk.v, chunk.key, chunk.eid, M, nu, nv, nk, ne)
+        new = Chunk(nu[:j], nv[:j], nk[:j], ne[:j], packing=chunk.packing, h2d=chunk.h2d)
+        return new, Candidates(*_map_ranked(new.u, new.v, new.key, new.eid))
     # M is int64; the kernel stores into the chunk's id dtype (values < n_comp)
     j, comp, ck, ce, co = _filter_map(u, chunk.v, chunk.key, chunk.eid, M, np.int64(n_comp),
                                       nu, nv, nk, ne)
