@@ -426,17 +426,14 @@ def first_labels(lo, hi):
 
 def split_live(vl: VertexLabels, bounds):
     """Ask the owners of the live components for their next ids."""
-    ids = vr.distinct(vl.labels[vl.labels >= 0])
-    return vr.cut_sorted(ids, bounds)
+    return vr.cut_values(vl.labels[vl.labels >= 0], bounds)
 
 
 def follow(vl: VertexLabels, split_out, *answers):
     """The labels after one more round (finished ones stay)."""
-    ids = split_out.ids
     new = vr.answers_of(split_out, answers)
     lab = vl.labels.copy()
-    live = lab >= 0
-    lab[live] = new[np.searchsorted(ids, lab[live])]
+    lab[lab >= 0] = new[split_out.at]
     return VertexLabels(vl.lo, vl.hi, lab)
 
 
@@ -478,9 +475,7 @@ def labels_at(vl: VertexLabels, ids):
 
 def split_finished(vl: VertexLabels, bounds):
     """Tell the owners of the finished ids which of them this range of vertices holds."""
-    fid = -vl.labels - 1
-    ids = vr.distinct(fid)
-    return vr.cut_sorted(ids, bounds)
+    return vr.cut_values(-vl.labels - 1, bounds)
 
 
 def serve_firsts(_owner, *parts):
@@ -502,13 +497,10 @@ def serve_firsts(_owner, *parts):
 
 def firsts(vl: VertexLabels, split_out, *answers):
     """``(labels, finished ids first seen here in vertex order)``: those this range numbers."""
-    ids = split_out.ids
     first = vr.answers_of(split_out, answers, dtype=bool)
-    fid = -vl.labels - 1
-    # the order of first appearance, over this range's vertices
-    uniq, at = np.unique(fid, return_index=True)
-    mine = uniq[first[np.searchsorted(ids, uniq)]]
-    at = at[first[np.searchsorted(ids, uniq)]]
+    # where each id is first seen, over this range's vertices
+    at = vr.first_touch(split_out.at, split_out.at, split_out.ids.shape[0])[first]
+    mine = split_out.ids[first].astype(np.int64)
     return vl, mine[np.argsort(at, kind="stable")]
 
 
@@ -552,16 +544,14 @@ def keep_labels(lo, hi, *parts):
 
 
 def split_fids(f, bounds):
-    vl = f[0]
-    return split_finished(vl, bounds)
+    return split_finished(f[0], bounds)
 
 
 def final_labels(f, split_out, *answers):
     """The canonical labels of this range of vertices."""
     vl = f[0]
-    ids = split_out.ids
     lab = vr.answers_of(split_out, answers)
-    return VertexLabels(vl.lo, vl.hi, lab[np.searchsorted(ids, -vl.labels - 1)])
+    return VertexLabels(vl.lo, vl.hi, lab[split_out.at])
 
 
 def labels_array(vl: VertexLabels):

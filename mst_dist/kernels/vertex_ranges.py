@@ -21,7 +21,7 @@ import numpy as np
 from mst_dist.kernels.cpu.ranges import first_of_pairs, first_touch, rank
 
 __all__ = ["distinct", "narrow", "even_bounds", "owner_of", "split_by_owner", "put_back", "Split", "EndsSplit",
-           "cut_sorted", "cut_ends", "answers_of", "sort_edges",
+           "cut_sorted", "cut_ends", "cut_values", "ValuesSplit", "answers_of", "sort_edges",
            "local_ids", "rank", "cheapest_sorted", "lightest_parallel", "merge_cheapest", "split_candidates",
            "EMPTY_CANDIDATES"]
 
@@ -127,6 +127,30 @@ def cut_ends(u, v, bounds) -> EndsSplit:
     ids, lu, lv = local_ids(u, v)
     return EndsSplit(narrow(ids, is_sorted=True), np.searchsorted(ids, bounds), lu.astype(np.int32),
                      lv.astype(np.int32))
+
+
+class ValuesSplit(NamedTuple):
+    """A :class:`Split` of the distinct values of an array, with each value's index into them (``at``):
+    the answers go back on the array as ``answers[at]``, with no second search."""
+
+    ids: np.ndarray
+    cuts: np.ndarray
+    at: np.ndarray
+
+    def part(self, r):
+        return self.ids[self.cuts[r]:self.cuts[r + 1]]
+
+
+def cut_values(values, bounds) -> ValuesSplit:
+    """The distinct ``values`` cut by the ranges of ``bounds`` (one radix sort, :func:`rank`), and each
+    value's index among them.
+
+    >>> s = cut_values(np.array([5, 1, 5, 8]), np.array([0, 3, 10]))
+    >>> [s.part(r).tolist() for r in range(2)], s.at.tolist()
+    ([[1], [5, 8]], [1, 0, 1, 2])
+    """
+    ids, at = rank(values)
+    return ValuesSplit(narrow(ids, is_sorted=True), np.searchsorted(ids, bounds), at)
 
 
 def cut_sorted(ids, bounds) -> Split:
