@@ -715,16 +715,21 @@ def write_forest_part(path, *row_parts):
 
 
 def _write_table(table, path):
-    """``pyarrow.parquet.write_table`` to a local path or a URL (:mod:`mst_dist.io.urls`)."""
+    """``pyarrow.parquet.write_table`` to a local path or a URL (:mod:`mst_dist.io.urls`).
+
+    No dictionary encoding: edge ids, vertex ids and weights are nearly all distinct, so a dictionary
+    is built only to be dropped (a forest part of 262K rows: 0.27 s and 7.3 MB with it, 0.03 s and
+    6.3 MB without; a labels part, 0.06 s and 4.3 MB against 0.03 s and 3.7 MB).
+    """
     import pyarrow.parquet as pq
 
     from mst_dist.io import urls
 
     if urls.is_url(path):
         with urls.open_binary(path, "wb") as f:
-            pq.write_table(table, f)
+            pq.write_table(table, f, use_dictionary=False)
     else:
-        pq.write_table(table, path)
+        pq.write_table(table, path, use_dictionary=False)
 
 
 def write_labels_part(path, labels, start, stop):
