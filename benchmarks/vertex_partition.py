@@ -45,12 +45,61 @@ import dask
 import numpy as np
 
 
-def _cluster(workers, memory):
+def _cluster(workers, memory, apart=False):
+    """``(cluster, client)``: a ``LocalCluster`` of worker processes (1 thread each); with ``apart`` the
+    scheduler in a process of its own too (``dask scheduler`` and ``dask worker``), so that this process
+    is the client alone."""
     from distributed import Client, LocalCluster
 
+    if apart:
+        cluster = ApartCluster(workers, memory)
+        return cluster, cluster.client()
     cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, memory_limit=memory,
                            dashboard_address=None)
     return cluster, Client(cluster)
+
+
+class ApartCluster:
+    """A scheduler and ``workers`` worker processes started by Dask's command line, stopped by ``close``."""
+
+    def __init__(self, workers, memory):
+        import subprocess
+
+        self.workers = workers
+        self.dir = tempfile.mkdtemp(prefix="mst-apart-")
+        self.file = os.path.join(self.dir, "scheduler.json")
+        self.scheduler = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--port", "0",
+                                           "--no-dashboard", "--scheduler-file", self.file],
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.worker = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", "--scheduler-file",
+                                        self.file, "--nworkers", str(workers), "--nthreads", "1", "--memory-limit",
+                                        memory, "--no-dashboard", "--local-directory", self.dir],
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def client(self):
+        from distributed import Client
+
+        for _ in range(600):
+            if os.path.exists(self.file):
+                break
+            time.sleep(0.1)
+        c = Client(scheduler_file=self.file)
+        c.wait_for_workers(self.workers, timeout=300)
+        return c
+
+    def scheduler_rss(self):
+        import psutil
+
+        return psutil.Process(self.scheduler.pid).memory_info().rss
+
+    def close(self):
+        for p in (self.worker, self.scheduler):
+            p.terminate()
+        for p in (self.worker, self.scheduler):
+            try:
+                p.wait(60)
+            except Exception:
+                p.kill()
 
 
 class WorkerPeaks:
@@ -190,8 +239,8 @@ def ceiling(args):
     tmp = tempfile.mkdtemp(prefix="mst-vp-")
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     stream = "always" if args.stream else "never"
-    cluster, client = _cluster(args.workers, args.memory)
-    refused = None
+    cluster, client = _cluster(args.workers, args.memory, apart=args.scheduler_apart)
+    refused, scheduler = None, {}
     try:
         try:  # the same run with the vertex map whole on one worker
             mst_dist.minimum_spanning_forest(g, client, partitions=args.chunks, stream=stream,
@@ -203,6 +252,9 @@ def ceiling(args):
             res, seconds = _run(g, client, "always", args.chunks, args.ranges, output=os.path.join(tmp, "forest"),
                                 labels_output=os.path.join(tmp, "labels"), stream=stream, base=args.base)
         lost = len(client.scheduler_info()["workers"]) < args.workers
+        if args.scheduler_apart:
+            scheduler = {"pid": cluster.scheduler.pid, "rss_end": cluster.scheduler_rss(),
+                         "peak": peaks.peaks.pop(cluster.scheduler.pid, 0)}  # the workers' peaks apart
     finally:
         client.close()
         cluster.close()
@@ -211,6 +263,8 @@ def ceiling(args):
     print(f"partitioned{' streaming' if args.stream else ''} on {args.workers} x {args.memory}: {seconds:.1f} s, "
           f"{passes} passes, {res.stats.n_rounds} rounds, largest worker process {peaks.peak() / 2**20:.0f} MiB, "
           f"client grew {(rss1 - rss0) / 2**20:.0f} MiB, workers lost: {lost}", flush=True)
+    if scheduler:
+        print(f"the scheduler's process (apart): peak {scheduler['peak'] / 2**20:.0f} MiB", flush=True)
     single = {}
     if not args.no_single:
         from distributed import Client, LocalCluster
@@ -233,7 +287,7 @@ def ceiling(args):
             "streamed": bool(args.stream), "passes": passes, "refused_unspread": refused,
             "worker_peak_bytes": peaks.peak(),
             "pass_stats": [dataclasses.asdict(p) for p in res.stats.passes],
-            "seconds": seconds, "client_growth_bytes": rss1 - rss0, "workers_lost": lost,
+            "seconds": seconds, "client_growth_bytes": rss1 - rss0, "workers_lost": lost, "scheduler": scheduler,
             "components": res.n_components, "forest_edges": res.forest_edges, "single": single,
             "rounds": _rounds(res)}
 
@@ -410,6 +464,9 @@ def main(argv=None):
     sub.choices["bytes"].add_argument("--modes", type=lambda v: v.split(","), default=["never", "always"],
                                       help="vertex_partition modes, comma-separated")
     sub.choices["ceiling"].add_argument("--no-single", action="store_true")
+    sub.choices["ceiling"].add_argument("--scheduler-apart", action="store_true",
+                                        help="the scheduler in a process of its own (dask scheduler, dask worker), "
+                                             "so that the client's growth is its own")
     sub.choices["ceiling"].add_argument("--stream", action="store_true",
                                         help="stream the edges in passes too (the vertex map spread)")
     sub.choices["ceiling"].add_argument("--base", type=lambda v: v if v == "auto" else int(v), default=0,
