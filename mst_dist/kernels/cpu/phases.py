@@ -59,22 +59,24 @@ def _extract(bk, be, bo):
 
 
 @njit(nogil=True, cache=True)
-def _best_update(bk, be, bo, u, v, key, eid, m):
+def _best_update(bk, be, bo, su, sv, ou, ov, key, eid, m):
+    """Each edge ``i`` offered to the slots ``su[i]`` and ``sv[i]`` of its ends (the other end kept as
+    ``ov[i]`` / ``ou[i]``): each slot keeps its cheapest edge."""
     for i in range(m):
-        a = u[i]
-        b = v[i]
+        a = su[i]
+        b = sv[i]
         if a == b:
             continue
         k = key[i]
         e = eid[i]
-        if _better(k, e, bk[a], be[a]) or be[a] < 0:
+        if be[a] < 0 or _better(k, e, bk[a], be[a]):
             bk[a] = k
             be[a] = e
-            bo[a] = b
-        if _better(k, e, bk[b], be[b]) or be[b] < 0:
+            bo[a] = ov[i]
+        if be[b] < 0 or _better(k, e, bk[b], be[b]):
             bk[b] = k
             be[b] = e
-            bo[b] = a
+            bo[b] = ou[i]
 
 
 @njit(nogil=True, cache=True)
@@ -82,32 +84,8 @@ def _map_chunk(u, v, key, eid, n_comp):
     bk = np.full(n_comp, KMAX, np.uint64)
     be = np.full(n_comp, -1, np.int64)
     bo = np.empty(n_comp, np.int64)
-    _best_update(bk, be, bo, u, v, key, eid, u.shape[0])
+    _best_update(bk, be, bo, u, v, u, v, key, eid, u.shape[0])
     return _extract(bk, be, bo)
-
-
-@njit(nogil=True, cache=True)
-def _best_local(lu, lv, u, v, key, eid, k):
-    """:func:`_best_update` over local ids ``lu``/``lv`` (``k`` of them); the other end kept as its id."""
-    bk = np.empty(k, np.uint64)
-    be = np.full(k, -1, np.int64)
-    bo = np.empty(k, np.int64)
-    for i in range(lu.shape[0]):
-        a = lu[i]
-        b = lv[i]
-        if a == b:
-            continue
-        kk = key[i]
-        e = eid[i]
-        if be[a] < 0 or _better(kk, e, bk[a], be[a]):
-            bk[a] = kk
-            be[a] = e
-            bo[a] = v[i]
-        if be[b] < 0 or _better(kk, e, bk[b], be[b]):
-            bk[b] = kk
-            be[b] = e
-            bo[b] = u[i]
-    return bk, be, bo
 
 
 def _map_ranked(u, v, key, eid):
@@ -116,7 +94,10 @@ def _map_ranked(u, v, key, eid):
     if m == 0:
         return Candidates.empty().arrays()
     ids, inv = rank(np.concatenate([u, v]))
-    local, ck, ce, co = _extract(*_best_local(inv[:m], inv[m:], u, v, key, eid, ids.shape[0]))
+    k = ids.shape[0]
+    bk, be, bo = np.empty(k, np.uint64), np.full(k, -1, np.int64), np.empty(k, np.int64)
+    _best_update(bk, be, bo, inv[:m], inv[m:], u, v, key, eid, m)  # slots: local ids; others: the ids
+    local, ck, ce, co = _extract(bk, be, bo)
     return ids[local].astype(np.int64), ck, ce, co
 
 
