@@ -99,6 +99,24 @@ def test_rank_is_numpys_unique_with_inverse(dtype, spread, size):
 
 
 @pytest.mark.parametrize("top", [2**31 - 1, 2**31, 2**40])
+def test_a_range_of_labels_asks_each_owner_for_its_distinct_values_and_puts_the_answers_back(top):
+    """``cut_values``: each owner is sent its distinct values once, and ``answers[at]`` is each label's
+    answer (what the labels of a range of vertices do at every round)."""
+    rng = np.random.default_rng(top % 89)
+    labels = np.concatenate([rng.integers(0, 3000, 5000), [top, 0, top]]).astype(np.int64)
+    bounds = np.array([0, 1000, 2500, top + 1], np.int64)
+    split = vr.cut_values(labels, bounds)
+    for r in range(3):
+        part = split.part(r)
+        assert np.all((bounds[r] <= part) & (part < bounds[r + 1]))
+    np.testing.assert_array_equal(split.ids, np.unique(labels))
+    answers = [vr.narrow(split.part(r).astype(np.int64) * 2 + r) for r in range(3)]
+    got = vr.answers_of(split, answers)[split.at]
+    want = labels * 2 + np.searchsorted(bounds, labels, side="right") - 1
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("top", [2**31 - 1, 2**31, 2**40])
 def test_ids_narrowed_on_the_wire_only_where_they_fit_and_widened_back(top):
     """Requests, answers and candidates cross workers as int32 where every value fits, else as int64;
     the requester reads the same int64 values either way."""
