@@ -61,7 +61,10 @@ class PassStats:
     ``name``: ``"sample"`` (a sample of some chunks, for the thresholds) or
     ``"pass <k>"``; ``chunks``: chunks read; ``edges_read``/``bytes_read``:
     raw rows and their bytes; ``edges_kept``: edges of the pass's slice of
-    the order still joining two components (what the pass's solve gets).
+    the order still joining two components (what the pass's solve gets);
+    ``waves``: groups of chunks read one after the other (a spread streaming
+    pass reads in waves, each holding at most ``mst.slice-edges`` edges of
+    its slice until the edges inside a component are dropped).
     """
 
     name: str
@@ -70,6 +73,7 @@ class PassStats:
     bytes_read: int
     edges_kept: int
     seconds: float
+    waves: int = 1
 
     def to_dict(self):
         return asdict(self)

@@ -28,6 +28,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from mst_dist.engine.passes import trim_rows
 from mst_dist.engine.tasks import host_kernels
 from mst_dist.kernels import vertex_ranges as vr
 from mst_dist.kernels.contract import Chunk, to_host
@@ -452,6 +453,12 @@ def slice_block(kept):
     ends, relabels it and drops the edges inside a component."""
     u, v, key, eid = vr.sort_edges(*(to_host(a) for a in kept.edges()))
     return Block(Chunk(u, v, key, eid, packing=kept.packing), []), None
+
+
+def joining_rows(rows, mapped):
+    """A pass's kept rows of only the edges its relabel (``mapped``, of :func:`filter_block`) kept: those
+    that join two components (the forest's edges are among them)."""
+    return trim_rows(rows, np.sort(mapped[0].chunk.eid))
 
 
 def flip(vl: VertexLabels):

@@ -18,7 +18,7 @@ from support.cli import cli_env, run_cli
 from support.oracle import assert_forest_file, assert_minimum_forest, assert_summary, expected
 
 GRID = ("--generate", "grid", "--rows", "20", "--cols", "30")
-PASS_KEYS = {"name", "chunks", "edges_read", "bytes_read", "edges_kept", "seconds"}
+PASS_KEYS = {"name", "chunks", "edges_read", "bytes_read", "edges_kept", "seconds", "waves"}
 
 
 def cfg_of(*argv):

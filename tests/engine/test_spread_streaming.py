@@ -59,6 +59,21 @@ def test_base_case_midway_and_many_ranges(client2):
     assert "partitioned" in modes and modes - {"partitioned"}
 
 
+def test_a_pass_wider_than_the_budget_reads_its_chunks_in_waves(client2):
+    """Later slices are cut by the edges that still join two components, so their span of the order holds
+    more edges than ``slice-edges``: such a pass reads its chunks in waves, each relabelled (the edges inside
+    a component dropped) before the next is read.  Fewer passes than slices of ``slice-edges`` raw edges."""
+    g = mst_dist.generate("erdos_renyi", seed=5, n=600, m=6000)  # dense: most edges end inside a component
+    src, dst, w = g.to_arrays()
+    slices = 4
+    res = spread(g, client2, ranges=3, slices=slices, partitions=6, local_finish=0)
+    check(res, g.n_vertices, src, dst, w)
+    passes = res.stats.passes[1:]
+    assert max(p.waves for p in passes) >= 2, [(p.waves, p.edges_kept) for p in passes]
+    assert all(1 <= p.waves <= 6 and p.chunks == 6 for p in passes)
+    assert len(passes) < slices  # each pass's slice cut by its raw edges would take one pass per slice or more
+
+
 def test_outputs_written_per_chunk_and_range(client2, tmp_path):
     """output= and labels_output=: the forest written per chunk from the rows each pass kept, the labels per
     range of vertices; only counts reach the client."""

@@ -68,16 +68,22 @@ class PartitionedRun(ResidentRun):
         sub = next(self._sub)
         return lambda stage, index=None: self.builder.key(f"{phase}-{stage}", rnd, index, sub)
 
-    def _exchange(self, phase, rnd, requests, owners, *, split, serve, assemble, pins=None, **kw):
-        """One exchange; requesters and owners not given pins are ranges, pinned as :meth:`_range_pins`."""
+    def _exchange(self, phase, rnd, requests, owners, *, split, serve, assemble, pins=None, requester_ids=None,
+                  **kw):
+        """One exchange; requesters and owners not given pins are ranges, pinned as :meth:`_range_pins`.
+        ``requester_ids``: the chunk (or range) each requester is, where they are not ``0, 1, ...``."""
         pins = pins if pins is not None else self._range_pins(len(requests))
         kw.setdefault("owner_pins", self._range_pins(len(owners)))
         # owners bundled by worker, in groups of at most R / 16: a bundle then stays under n / 2 bytes even
         # where a worker's requesters ask every id of the group's ranges (the first round's labels, whose
         # vertex ranges are the component ranges: 8 bytes x n / R ids x |h| ranges)
         kw.setdefault("owner_group", max(1, len(owners) // 16))
-        return exchange(self.client, self._key(phase, rnd), requests, owners, serve=serve, assemble=assemble,
-                        split=split, pins=pins, **kw)
+        key = self._key(phase, rnd)
+        if requester_ids is not None:  # the per-requester tasks named by the chunk they work on
+            named, key = key, lambda stage, index=None: named(
+                stage, requester_ids[index] if stage in ("split", "assemble") else index)
+        return exchange(self.client, key, requests, owners, serve=serve, assemble=assemble, split=split, pins=pins,
+                        **kw)
 
     def _range_pins(self, count):
         """Range ``r`` of ``count`` on worker ``r mod P`` (its tasks there while it lives): the exchanges
@@ -85,15 +91,17 @@ class PartitionedRun(ResidentRun):
         workers = self.workers
         return [pin(workers[r % len(workers)]) if workers else {} for r in range(count)]
 
-    def _chunk_pins(self, raws):
-        """Each chunk's worker: the placement's, else the one holding its edges now."""
-        if all(p is not None for p in self.places):
-            return [pin(p) for p in self.places]
+    def _chunk_pins(self, raws, places=None):
+        """Each chunk's worker: the placement's (``places``, default the run's), else the one holding its
+        edges now."""
+        places = self.places if places is None else places
+        if all(p is not None for p in places):
+            return [pin(p) for p in places]
         futures = [f for f in raws if isinstance(f, Future)]
         wait_on(self.client, futures)
         held = self.client.who_has(futures) if futures else {}
         return [pin(p if p is not None else min(held.get(getattr(f, "key", None), ()), default=None))
-                for p, f in zip(self.places, raws)]
+                for p, f in zip(places, raws)]
 
     # -- the rounds ------------------------------------------------------------------------
 

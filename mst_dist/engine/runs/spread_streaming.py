@@ -6,21 +6,21 @@ and keeps one slice of the strict ``(weight, edge id)`` order); the vertex
 map is a partitioned run's labels (:class:`~mst_dist.engine.runs.partitioned.PartitionedRun`):
 one range of vertices per task, spread over the workers.  Each pass:
 
-relabel   each chunk keeps its slice's edges over the original vertex ids
-          and asks the owners of the ranges it touches for its ends'
+read and  each chunk keeps its slice's edges over the original vertex ids
+relabel   and asks the owners of the ranges it touches for its ends'
           components (:func:`~mst_dist.engine.ranged.filter_block`: the
-          edges inside a component go, the rest are mapped for the first
-          round)
+          edges inside a component go, with their rows; the rest are mapped
+          for the first round).  The chunks are read in waves, each holding
+          at most ``slice-edges`` edges of the slice before its relabel, so
+          a slice is bounded by the edges that still join two components,
+          not by all those of its span of the order
 solve     partitioned rounds over the components, until they fit one
           worker; then the centralised base case
 compose   the labels followed every round: each vertex's label is its
           component after the pass (finished as ``-(F + 1)``; ``F`` is its
           id in the next pass, :func:`~mst_dist.engine.ranged.flip`)
 
-No task holds an array over all vertices or components.  A pass holds its
-slice's edges before it knows which are inside a component, so a slice is
-also cut to at most ``slice-edges`` of the sampled edges above the last
-threshold (not only of those that still join two components).
+No task holds an array over all vertices or components.
 """
 from __future__ import annotations
 
@@ -35,7 +35,8 @@ from mst_dist.engine.plan import SPREAD_SLICE_BYTES_PER_EDGE
 from mst_dist.engine.runs.base import ForestOut
 from mst_dist.engine.runs.partitioned import PartitionedRun
 from mst_dist.engine.runs.state import SolveState, SpreadStreamState
-from mst_dist.engine.runs.streaming import SlicedPasses
+from mst_dist.engine.runs.solver import wait_on
+from mst_dist.engine.runs.streaming import SlicedPasses, _pass_measure
 from mst_dist.kernels.vertex_ranges import distinct, even_bounds
 
 
@@ -59,9 +60,9 @@ class SpreadStreamingRun(SlicedPasses, PartitionedRun):
         while not done:
             k += 1
             hi = self._next_threshold(sample, st, lo, n_live, k)
-            kept, rows = self._pass(st, k, lo, hi)
-            n_live, live = self._solve_slice(st, k, kept, rows, n_live)
-            kept = rows = None
+            mapped, rows = self._read_relabelled(st, k, lo, hi, n_live, self._waves(sample, lo, hi))
+            n_live, live = self._solve_slice(st, k, mapped, rows, n_live)
+            mapped = rows = None
             if not live:  # the pass's components (finished as -(F + 1)) are the next pass's live ids F
                 st.labels = self._each_range(ranged.flip, st.labels, "pass-close", k)
             if self.ckpt is not None:
@@ -107,21 +108,53 @@ class SpreadStreamingRun(SlicedPasses, PartitionedRun):
         with Batch(self.client) as b:
             return [b.submit(fn, p, key=self.builder.key(phase, k, r), **pins[r]) for r, p in enumerate(parts)]
 
-    def _solve_slice(self, st, k, kept, rows, n_live):
-        """Relabel a pass's slice by the owners of the vertex map and solve it: ``(components after it,
+    def _read_relabelled(self, st, k, lo, hi, n_live, waves):
+        """Stream every chunk once, in ``waves`` groups of chunks one after the other: each group's slice
+        relabelled by the owners of the vertex map as soon as it is read, keeping only the edges (and their
+        rows) that join two components.  ``(each chunk mapped for the first round, its rows)``."""
+        c, key, n = self.client, self.builder.key, len(st.inputs)
+        nxt = even_bounds(n_live, self.n_ranges) if n_live > self.vertex_base else None
+        kwargs = {"n_next": n_live, "next_bounds": nxt, "chosen_bundles": [], "chosen_at": 0}
+        split = functools.partial(ranged.split_ends, bounds=self.vertex_bounds)
+        mapped, rows, pins, recs = [None] * n, [None] * n, [None] * n, []
+        name, t0, per = f"pass {k}", time.perf_counter(), max(1, -(-n // max(1, waves)))
+        for first in range(0, n, per):
+            chunks = range(first, min(n, first + per))
+            kept, kept_rows, stats = self._read(st, k, lo, hi, chunks)
+            wpins = self._chunk_pins(kept, [self.places[i] for i in chunks])
+            with Batch(c) as b:
+                blocks = [b.submit(ranged.slice_block, kc, key=key("pass-block", k, i), **p)
+                          for i, kc, p in zip(chunks, kept, wpins)]
+            out = self._exchange("pass-relabel", k, blocks, st.labels, split=split, serve=ranged.serve_map,
+                                 assemble=ranged.filter_block, pins=wpins, assemble_kwargs=[kwargs] * len(blocks),
+                                 requester_ids=chunks)
+            with Batch(c) as b:
+                joining = [b.submit(ranged.joining_rows, r, m, key=key("pass-joining", k, i), **p)
+                           for i, r, m, p in zip(chunks, kept_rows, out, wpins)]
+            recs += self._progress(name, stats, _pass_measure, total=n, before=recs)
+            wait_on(c, out + joining)  # the wave's raw slice is let go before the next wave is read
+            for j, i in enumerate(chunks):
+                mapped[i], rows[i], pins[i] = out[j], joining[j], wpins[j]
+            kept = kept_rows = blocks = out = joining = None
+        self._pass_done(name, recs, t0, -(-n // per) if n else 1)
+        self.pins = pins
+        return mapped, rows
+
+    def _waves(self, sample, lo, hi):
+        """Groups of chunks a pass reads one after the other: each holds at most ``slice-edges`` edges of the
+        slice (estimated from the sample) before its relabel drops those inside a component."""
+        n = sample.key.shape[0]
+        if not n or not sample.m_est:
+            return 1
+        key, eid = sample.ordered()
+        raw = np.count_nonzero(passes.in_slice(key, eid, lo, hi)) * (sample.m_est / n)
+        return max(1, min(len(self.ranges), int(np.ceil(raw / max(1, self._slice_budget())))))
+
+    def _solve_slice(self, st, k, mapped, rows, n_live):
+        """Solve a pass's slice, relabelled by the owners of the vertex map: ``(components after it,
         whether the labels are still live ids)``; ``st`` gets the pass's forest and rows."""
         c, key = self.client, self.builder.key
-        self.pins = self._chunk_pins(kept)
         nxt = even_bounds(n_live, self.n_ranges) if n_live > self.vertex_base else None
-        with Batch(c) as b:
-            blocks = [b.submit(ranged.slice_block, kc, key=key("pass-block", k, i), **self.pins[i])
-                      for i, kc in enumerate(kept)]
-        kwargs = [{"n_next": n_live, "next_bounds": nxt, "chosen_bundles": [], "chosen_at": 0}] * len(blocks)
-        mapped = self._exchange("pass-relabel", k, blocks, st.labels,
-                                split=functools.partial(ranged.split_ends, bounds=self.vertex_bounds),
-                                serve=ranged.serve_map, assemble=ranged.filter_block, pins=self.pins,
-                                assemble_kwargs=kwargs)
-        blocks = None
         sub = SolveState(n_comp=n_live, edges_left=self._count_edges(k, mapped, "pass-count"), rnd=st.rnd,
                          t_solve=st.t_solve)
         self.stats.passes[-1].edges_kept = sub.edges_left  # the slice's edges that join two components
@@ -159,21 +192,6 @@ class SpreadStreamingRun(SlicedPasses, PartitionedRun):
 
     def _pass_map(self, st):
         return None  # each chunk keeps its slice over the original ids; the owners relabel it
-
-    def _next_threshold(self, sample, st, lo, n_live, k):
-        """As a streaming run's, and at most ``slice-edges`` of the sampled edges above ``lo``: a pass holds
-        its slice before the edges inside a component are dropped."""
-        hi = super()._next_threshold(sample, st, lo, n_live, k)
-        n = sample.key.shape[0]
-        if not n or not sample.m_est:
-            return hi
-        key, eid = sample.ordered()
-        start = n - int(np.count_nonzero(passes.in_slice(key, eid, lo, None)))
-        q = start + max(1, int(self._slice_budget() / (sample.m_est / n)))
-        if q >= n:
-            return hi
-        cap = (int(key[q]), int(eid[q]))
-        return cap if hi is None or cap < hi else hi
 
     # -- finish and write --------------------------------------------------------------------
 

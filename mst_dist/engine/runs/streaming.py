@@ -44,6 +44,11 @@ class Sample:
         return self.key[order], self.eid[order]
 
 
+def _pass_measure(r):
+    """What a pass tells of a chunk read: ``(bytes read, edges read, edges kept)``."""
+    return r.bytes_read, r.edges_in, r.edges_kept
+
+
 class SlicedPasses:
     """What every streaming kind shares: its inputs, the sample, the thresholds between passes, the
     passes over the source and their progress.  A kind gives :meth:`_survivors` (the sampled edges
@@ -140,29 +145,36 @@ class SlicedPasses:
 
     def _pass(self, st, k, lo, hi):
         """Stream every chunk once; keep the slice ``lo < (key, eid) <= hi`` that joins two components."""
-        c, key = self.client, self.builder.key
-        validate = not self.g.validated
-        outs = [c.submit(passes.pass_chunk, *inp, self.g.n_vertices, validate, self._pass_map(st), lo, hi,
-                         self.spec.backend,
-                         key=key("pass", k, i), **pin(self.places[i]))
-                for i, inp in enumerate(st.inputs)]
-        kept = [c.submit(operator.getitem, o, 0, key=key("pass-kept", k, i)) for i, o in enumerate(outs)]
-        rows = [c.submit(operator.getitem, o, 1, key=key("pass-rows", k, i)) for i, o in enumerate(outs)]
-        stats = [c.submit(operator.getitem, o, 2, key=key("pass-stats", k, i)) for i, o in enumerate(outs)]
-        name = f"pass {k}"
-        del outs
+        kept, rows, stats = self._read(st, k, lo, hi, range(len(st.inputs)))
         t0 = time.perf_counter()
-        recs = self._progress(name, stats, lambda r: (r.bytes_read, r.edges_in, r.edges_kept))
-        self.stats.passes.append(PassStats(name, len(recs), sum(r.edges_in for r in recs),
-                                           sum(r.bytes_read for r in recs), sum(r.edges_kept for r in recs),
-                                           time.perf_counter() - t0))
+        self._pass_done(f"pass {k}", self._progress(f"pass {k}", stats, _pass_measure), t0)
         return kept, rows
 
-    def _progress(self, name, futs, measure):
-        """Wait for a pass's tasks, telling progress as each chunk is done; their results, in order."""
+    def _read(self, st, k, lo, hi, chunks):
+        """The pass's reading of the chunks ``chunks`` (indices), submitted: futures ``(kept, rows, stats)``,
+        a list of each, one per chunk."""
+        c, key = self.client, self.builder.key
+        validate, vmap = not self.g.validated, self._pass_map(st)
+        outs = [c.submit(passes.pass_chunk, *st.inputs[i], self.g.n_vertices, validate, vmap, lo, hi,
+                         self.spec.backend, key=key("pass", k, i), **pin(self.places[i]))
+                for i in chunks]
+        return tuple([c.submit(operator.getitem, o, j, key=key(part, k, i)) for i, o in zip(chunks, outs)]
+                     for j, part in enumerate(("pass-kept", "pass-rows", "pass-stats")))
+
+    def _pass_done(self, name, recs, t0, waves=1):
+        self.stats.passes.append(PassStats(name, len(recs), sum(r.edges_in for r in recs),
+                                           sum(r.bytes_read for r in recs), sum(r.edges_kept for r in recs),
+                                           time.perf_counter() - t0, waves))
+
+    def _progress(self, name, futs, measure, total=None, before=()):
+        """Wait for a pass's tasks, telling progress as each chunk is done; their results, in order.
+        ``total``: the pass's chunks, where ``futs`` are some of them, read after the results ``before``."""
         results = [None] * len(futs)
         index = {f.key: i for i, f in enumerate(futs)}
-        done = read = kept = edges = 0
+        done = len(before)
+        measured = [measure(r) for r in before]
+        read, edges, kept = (sum(m[j] for m in measured) for j in range(3))
+        total = len(futs) if total is None else total
         last = 0.0
         for f in as_completed(futs, loop=self.client.loop):
             r = f.result()
@@ -170,10 +182,10 @@ class SlicedPasses:
             nb, ne, nk = measure(r)
             done, read, edges, kept = done + 1, read + nb, edges + ne, kept + nk
             now = time.perf_counter()
-            if now - last > 0.2 or done == len(futs):
+            if now - last > 0.2 or done == total:
                 last = now
                 self.events.emit(round=0, phase="pass", components=self.g.n_vertices, edges=kept, **{
-                    "pass": name, "chunks_done": done, "chunks_total": len(futs), "bytes_read": read,
+                    "pass": name, "chunks_done": done, "chunks_total": total, "bytes_read": read,
                     "edges_read": edges})
         return results
 
