@@ -148,7 +148,8 @@ class SpreadStreamingRun(SlicedPasses, PartitionedRun):
             return 1
         key, eid = sample.ordered()
         raw = np.count_nonzero(passes.in_slice(key, eid, lo, hi)) * (sample.m_est / n)
-        return max(1, min(len(self.ranges), int(np.ceil(raw / max(1, self._slice_budget())))))
+        # a tenth over the budget is within the sample's error: a first pass cut at the budget reads in one wave
+        return max(1, min(len(self.ranges), int(np.ceil(raw / (1.1 * max(1, self._slice_budget()))))))
 
     def _solve_slice(self, st, k, mapped, rows, n_live):
         """Solve a pass's slice, relabelled by the owners of the vertex map: ``(components after it,
