@@ -73,6 +73,12 @@ def exchange(client, key, requests, owners, *, serve, assemble, split, pins=None
     return out
 
 
+def by_requester(key, ids):
+    """``key`` (see :func:`exchange`) naming each requester's own tasks (split, assemble) by ``ids[j]``, the
+    chunk or range requester ``j`` is, where the requesters are some of them."""
+    return lambda stage, index=None: key(stage, ids[index] if stage in ("split", "assemble") else index)
+
+
 def by_worker(pins):
     """Indices grouped by the worker their ``pin`` names (in order of first appearance); unpinned: alone."""
     groups, at = [], {}

@@ -30,7 +30,7 @@ from distributed import Future
 
 from mst_dist.engine import ranged, tasks
 from mst_dist.engine.batch import Batch
-from mst_dist.engine.exchange import by_worker, exchange
+from mst_dist.engine.exchange import by_requester, by_worker, exchange
 from mst_dist.engine.placement import pin
 from mst_dist.engine.records import ChunkStats, RoundRecord
 from mst_dist.engine.runs.base import ForestOut
@@ -78,10 +78,7 @@ class PartitionedRun(ResidentRun):
         # where a worker's requesters ask every id of the group's ranges (the first round's labels, whose
         # vertex ranges are the component ranges: 8 bytes x n / R ids x |h| ranges)
         kw.setdefault("owner_group", max(1, len(owners) // 16))
-        key = self._key(phase, rnd)
-        if requester_ids is not None:  # the per-requester tasks named by the chunk they work on
-            named, key = key, lambda stage, index=None: named(
-                stage, requester_ids[index] if stage in ("split", "assemble") else index)
+        key = self._key(phase, rnd) if requester_ids is None else by_requester(self._key(phase, rnd), requester_ids)
         return exchange(self.client, key, requests, owners, serve=serve, assemble=assemble, split=split, pins=pins,
                         **kw)
 
@@ -91,25 +88,13 @@ class PartitionedRun(ResidentRun):
         workers = self.workers
         return [pin(workers[r % len(workers)]) if workers else {} for r in range(count)]
 
-    def _chunk_pins(self, raws, places=None):
-        """Each chunk's worker: the placement's (``places``, default the run's), else the one holding its
-        edges now."""
-        places = self.places if places is None else places
-        if all(p is not None for p in places):
-            return [pin(p) for p in places]
-        futures = [f for f in raws if isinstance(f, Future)]
-        wait_on(self.client, futures)
-        held = self.client.who_has(futures) if futures else {}
-        return [pin(p if p is not None else min(held.get(getattr(f, "key", None), ()), default=None))
-                for p, f in zip(places, raws)]
-
     # -- the rounds ------------------------------------------------------------------------
 
     def rounds(self, st: SolveState):
         g, c = self.g, self.client
         n = g.n_vertices
         self.workers = sorted(self.cluster.kinds)
-        self.pins = self._chunk_pins(st.raws)
+        self.pins = chunk_pins(self.client, self.places, st.raws)
         saved = self.ckpt.saved if self.ckpt is not None else None
         if saved is not None:
             mapped, labels, bounds, n_comp, finished = self._resume(st, saved)
@@ -353,6 +338,17 @@ class PartitionedRun(ResidentRun):
                           for j, vl in enumerate(lab_f)])
         labels = np.concatenate(parts) if parts else np.zeros(0, np.int64)
         return labels, self.n_components
+
+
+def chunk_pins(client, places, raws):
+    """Each chunk's worker: its place (the placement's), else the one holding its edges now (``raws``)."""
+    if all(p is not None for p in places):
+        return [pin(p) for p in places]
+    futures = [f for f in raws if isinstance(f, Future)]
+    wait_on(client, futures)
+    held = client.who_has(futures) if futures else {}
+    return [pin(p if p is not None else min(held.get(getattr(f, "key", None), ()), default=None))
+            for p, f in zip(places, raws)]
 
 
 def merge_candidates(run, rnd, mapped, bounds):

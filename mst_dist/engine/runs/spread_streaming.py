@@ -33,7 +33,7 @@ from mst_dist.engine import passes, ranged, tasks
 from mst_dist.engine.batch import Batch
 from mst_dist.engine.plan import SPREAD_SLICE_BYTES_PER_EDGE
 from mst_dist.engine.runs.base import ForestOut
-from mst_dist.engine.runs.partitioned import PartitionedRun
+from mst_dist.engine.runs.partitioned import PartitionedRun, chunk_pins
 from mst_dist.engine.runs.state import SolveState, SpreadStreamState
 from mst_dist.engine.runs.solver import wait_on
 from mst_dist.engine.runs.streaming import SlicedPasses, _pass_measure
@@ -121,7 +121,7 @@ class SpreadStreamingRun(SlicedPasses, PartitionedRun):
         for first in range(0, n, per):
             chunks = range(first, min(n, first + per))
             kept, kept_rows, stats = self._read(st, k, lo, hi, chunks)
-            wpins = self._chunk_pins(kept, [self.places[i] for i in chunks])
+            wpins = chunk_pins(c, [self.places[i] for i in chunks], kept)
             with Batch(c) as b:
                 blocks = [b.submit(ranged.slice_block, kc, key=key("pass-block", k, i), **p)
                           for i, kc, p in zip(chunks, kept, wpins)]
