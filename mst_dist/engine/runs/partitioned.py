@@ -153,7 +153,7 @@ class PartitionedRun(ResidentRun):
         vertex_bounds = even_bounds(n, saved.vertex_ranges)
         labels, forest = self.ckpt.resume_parts(vertex_bounds, self.chunk_bounds)
         n_comp = saved.components
-        nxt = even_bounds(n_comp, self.n_ranges) if n_comp > self.vertex_base else None
+        nxt = next_bounds(self, n_comp)
         loaded = [c.submit(ranged.prepare_resumed, raw, off, n, forest[i], key=key("resume-prepare", saved.round, i),
                            **self.pins[i])
                   for i, (raw, off) in enumerate(zip(st.raws, st.offsets))]
@@ -234,7 +234,7 @@ class PartitionedRun(ResidentRun):
         """filter-edges: each chunk relabelled by the round maps (with its forest edges of ``routed``:
         per range, per chunk worker) and mapped for the next round; the labels follow.
         ``(chunks, labels, next bounds)``."""
-        nxt = even_bounds(n_next, self.n_ranges) if n_next > self.vertex_base else None
+        nxt = next_bounds(self, n_next)
         kwargs = [None] * len(mapped)
         for g, js in enumerate(by_worker(self.pins)):
             for i, j in enumerate(js):
@@ -338,6 +338,12 @@ class PartitionedRun(ResidentRun):
                           for j, vl in enumerate(lab_f)])
         labels = np.concatenate(parts) if parts else np.zeros(0, np.int64)
         return labels, self.n_components
+
+
+def next_bounds(run, n):
+    """The ranges ``n`` components are cut into for a partitioned round; ``None`` where they are few enough
+    (``mst.vertex-base``) for the centralised rounds."""
+    return even_bounds(n, run.n_ranges) if n > run.vertex_base else None
 
 
 def chunk_pins(client, places, raws):

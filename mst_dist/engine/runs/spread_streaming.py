@@ -33,7 +33,7 @@ from mst_dist.engine import passes, ranged, tasks
 from mst_dist.engine.batch import Batch
 from mst_dist.engine.plan import SPREAD_SLICE_BYTES_PER_EDGE
 from mst_dist.engine.runs.base import ForestOut
-from mst_dist.engine.runs.partitioned import PartitionedRun, chunk_pins
+from mst_dist.engine.runs.partitioned import PartitionedRun, chunk_pins, next_bounds
 from mst_dist.engine.runs.state import SolveState, SpreadStreamState
 from mst_dist.engine.runs.solver import wait_on
 from mst_dist.engine.runs.streaming import SlicedPasses, _pass_measure
@@ -113,7 +113,7 @@ class SpreadStreamingRun(SlicedPasses, PartitionedRun):
         relabelled by the owners of the vertex map as soon as it is read, keeping only the edges (and their
         rows) that join two components.  ``(each chunk mapped for the first round, its rows)``."""
         c, key, n = self.client, self.builder.key, len(st.inputs)
-        nxt = even_bounds(n_live, self.n_ranges) if n_live > self.vertex_base else None
+        nxt = next_bounds(self, n_live)
         kwargs = {"n_next": n_live, "next_bounds": nxt, "chosen_bundles": [], "chosen_at": 0}
         split = functools.partial(ranged.split_ends, bounds=self.vertex_bounds)
         mapped, rows, pins, recs = [None] * n, [None] * n, [None] * n, []
@@ -155,7 +155,7 @@ class SpreadStreamingRun(SlicedPasses, PartitionedRun):
         """Solve a pass's slice, relabelled by the owners of the vertex map: ``(components after it,
         whether the labels are still live ids)``; ``st`` gets the pass's forest and rows."""
         c, key = self.client, self.builder.key
-        nxt = even_bounds(n_live, self.n_ranges) if n_live > self.vertex_base else None
+        nxt = next_bounds(self, n_live)
         sub = SolveState(n_comp=n_live, edges_left=self._count_edges(k, mapped, "pass-count"), rnd=st.rnd,
                          t_solve=st.t_solve)
         self.stats.passes[-1].edges_kept = sub.edges_left  # the slice's edges that join two components
