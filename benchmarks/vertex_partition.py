@@ -43,6 +43,7 @@ import time
 
 import dask
 import numpy as np
+from distributed.diagnostics.plugin import SchedulerPlugin
 
 
 def _cluster(workers, memory, apart=False):
@@ -100,6 +101,28 @@ class ApartCluster:
                 p.wait(60)
             except Exception:
                 p.kill()
+
+
+class LargestOutput(SchedulerPlugin):
+    """A scheduler plugin: the largest output (Dask's ``nbytes``) of any ``mst-*`` task, and its key."""
+
+    name = "mst-bench-largest-output"
+
+    def __init__(self):
+        self.largest = (0, None)
+
+    def start(self, scheduler):
+        self.scheduler = scheduler
+
+    def transition(self, key, start, finish, *args, **kwargs):
+        if finish == "memory" and isinstance(key, str) and key.startswith("mst-"):
+            ts = self.scheduler.tasks.get(key)
+            if ts is not None and ts.nbytes is not None and ts.nbytes > self.largest[0]:
+                self.largest = (ts.nbytes, key)
+
+
+def _largest_output(dask_scheduler):
+    return dask_scheduler.plugins[LargestOutput.name].largest
 
 
 class WorkerPeaks:
@@ -248,10 +271,12 @@ def ceiling(args):
         except mst_dist.InvalidGraphError as e:
             refused = str(e)
             print(f"vertex_partition='never': refused before work: {refused}", flush=True)
+        client.register_plugin(LargestOutput())
         with WorkerPeaks() as peaks, dask.config.set({"mst.slice-edges": args.slice_edges or "auto"}):
             res, seconds = _run(g, client, "always", args.chunks, args.ranges, output=os.path.join(tmp, "forest"),
                                 labels_output=os.path.join(tmp, "labels"), stream=stream, base=args.base)
         lost = len(client.scheduler_info()["workers"]) < args.workers
+        largest, largest_key = client.run_on_scheduler(_largest_output)
         if args.scheduler_apart:
             scheduler = {"pid": cluster.scheduler.pid, "rss_end": cluster.scheduler_rss(),
                          "peak": peaks.peaks.pop(cluster.scheduler.pid, 0)}  # the workers' peaks apart
@@ -263,6 +288,7 @@ def ceiling(args):
     print(f"partitioned{' streaming' if args.stream else ''} on {args.workers} x {args.memory}: {seconds:.1f} s, "
           f"{passes} passes, {res.stats.n_rounds} rounds, largest worker process {peaks.peak() / 2**20:.0f} MiB, "
           f"client grew {(rss1 - rss0) / 2**20:.0f} MiB, workers lost: {lost}", flush=True)
+    print(f"largest task output {largest / 2**20:.1f} MiB ({largest / args.n:.3f} n bytes): {largest_key}", flush=True)
     if scheduler:
         print(f"the scheduler's process (apart): peak {scheduler['peak'] / 2**20:.0f} MiB", flush=True)
     single = {}
@@ -287,6 +313,7 @@ def ceiling(args):
             "streamed": bool(args.stream), "passes": passes, "refused_unspread": refused,
             "worker_peak_bytes": peaks.peak(),
             "pass_stats": [dataclasses.asdict(p) for p in res.stats.passes],
+            "largest_output_bytes": largest, "largest_output_key": largest_key,
             "seconds": seconds, "client_growth_bytes": rss1 - rss0, "workers_lost": lost, "scheduler": scheduler,
             "components": res.n_components, "forest_edges": res.forest_edges, "single": single,
             "rounds": _rounds(res)}
