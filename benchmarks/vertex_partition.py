@@ -61,7 +61,8 @@ def _cluster(workers, memory, apart=False):
 
 
 class ApartCluster:
-    """A scheduler and ``workers`` worker processes started by Dask's command line, stopped by ``close``."""
+    """A scheduler and ``workers`` worker processes started by Dask's command line, stopped by ``close``;
+    the workers' log in ``workers.log`` of the cluster's folder."""
 
     def __init__(self, workers, memory):
         import subprocess
@@ -75,7 +76,7 @@ class ApartCluster:
         self.worker = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", "--scheduler-file",
                                         self.file, "--nworkers", str(workers), "--nthreads", "1", "--memory-limit",
                                         memory, "--no-dashboard", "--local-directory", self.dir],
-                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                       stdout=subprocess.DEVNULL, stderr=open(os.path.join(self.dir, "workers.log"), "w"))
 
     def client(self):
         from distributed import Client

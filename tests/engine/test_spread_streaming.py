@@ -11,7 +11,10 @@ import dask
 import numpy as np
 import pytest
 
+from distributed.diagnostics.plugin import SchedulerPlugin
+
 import mst_dist
+from mst_dist.engine.keys import parse_key
 from mst_dist.engine.runs import choose_kind
 from mst_dist.engine.spec import RunSpec
 from mst_dist.errors import ConfigError, InvalidGraphError
@@ -72,6 +75,57 @@ def test_a_pass_wider_than_the_budget_reads_its_chunks_in_waves(client2):
     assert max(p.waves for p in passes) >= 2, [(p.waves, p.edges_kept) for p in passes]
     assert all(1 <= p.waves <= 6 and p.chunks == 6 for p in passes)
     assert len(passes) < slices  # each pass's slice cut by its raw edges would take one pass per slice or more
+
+
+class Held(SchedulerPlugin):
+    """Which of the slices' and the passes' first labels are in memory as each round's contract starts
+    (a hook split of range 0) and as each range's labels follow a round (a labels assemble)."""
+
+    name = "mst-test-held"
+
+    def __init__(self):
+        self.held, self.seen, self.first_rounds, self.fresh = set(), [], set(), False
+
+    def transition(self, key, start, finish, *args, **kwargs):
+        k = parse_key(key)
+        if k is None:
+            return
+        if finish == "memory" and k.phase in ("pass-relabel-assemble", "pass-close"):
+            self.held.add((k.phase, k.index))
+            self.fresh = self.fresh or k.phase == "pass-relabel-assemble"  # a pass's slice read: a round 1 next
+        elif start == "memory":
+            self.held.discard((k.phase, k.index))
+        if finish == "processing" and k.phase in ("hook-split", "labels-assemble"):
+            if k.phase == "hook-split" and k.index == "0" and self.fresh:
+                self.first_rounds.add(k.round)
+                self.fresh = False
+            self.seen.append((k.phase, k.round, k.index, frozenset(self.held)))
+
+
+def test_a_pass_lets_its_slice_go_as_its_rounds_replace_it(client2):
+    """The slice as the pass's read relabelled it, and the labels the pass began with, are let go once the
+    pass's first round has replaced them (each worker holds one generation), not kept until the pass ends."""
+    g = mst_dist.generate("erdos_renyi", seed=13, n=3000, m=6000)
+    src, dst, w = g.to_arrays()
+    client2.register_plugin(Held())
+    try:
+        res = spread(g, client2, ranges=3, slices=4, partitions=3, local_finish=0)
+        plugin = client2.run_on_scheduler(lambda dask_scheduler: dask_scheduler.plugins[Held.name])
+        seen, firsts = plugin.seen, plugin.first_rounds
+    finally:
+        client2.unregister_scheduler_plugin(Held.name)
+    check(res, g.n_vertices, src, dst, w)
+    hooks = [(rnd, held) for phase, rnd, i, held in seen if phase == "hook-split" and i == "0"]
+    # each round's contract starts once its candidates are merged: the chunks of the round before are done
+    assert any(rnd in firsts and any(p == "pass-relabel-assemble" for p, _ in held) for rnd, held in hooks)
+    later = [(rnd, held) for rnd, held in hooks if rnd not in firsts]
+    assert len(firsts) >= 2 and later, (firsts, [r for r, _ in hooks])
+    assert all(p != "pass-relabel-assemble" for rnd, held in later for p, _ in held), later
+    # range r's labels follow round 1 from the pass's first labels of r, and each later round from round 1's
+    follows = [(rnd, i, held) for phase, rnd, i, held in seen if phase == "labels-assemble"]
+    assert any(("pass-close", i) in held for rnd, i, held in follows if rnd in firsts)  # (the check sees them)
+    follows = [(rnd, i, held) for rnd, i, held in follows if rnd not in firsts and rnd > min(firsts - {0})]
+    assert follows and all(("pass-close", i) not in held for rnd, i, held in follows), follows
 
 
 def test_outputs_written_per_chunk_and_range(client2, tmp_path):

@@ -60,9 +60,8 @@ class SpreadStreamingRun(SlicedPasses, PartitionedRun):
         while not done:
             k += 1
             hi = self._next_threshold(sample, st, lo, n_live, k)
-            mapped, rows = self._read_relabelled(st, k, lo, hi, n_live, self._waves(sample, lo, hi))
-            n_live, live = self._solve_slice(st, k, mapped, rows, n_live)
-            mapped = rows = None
+            st.slice_mapped, st.slice_rows = self._read_relabelled(st, k, lo, hi, n_live, self._waves(sample, lo, hi))
+            n_live, live = self._solve_slice(st, k, n_live)
             if not live:  # the pass's components (finished as -(F + 1)) are the next pass's live ids F
                 st.labels = self._each_range(ranged.flip, st.labels, "pass-close", k)
             if self.ckpt is not None:
@@ -151,17 +150,20 @@ class SpreadStreamingRun(SlicedPasses, PartitionedRun):
         # a tenth over the budget is within the sample's error: a first pass cut at the budget reads in one wave
         return max(1, min(len(self.ranges), int(np.ceil(raw / (1.1 * max(1, self._slice_budget()))))))
 
-    def _solve_slice(self, st, k, mapped, rows, n_live):
-        """Solve a pass's slice, relabelled by the owners of the vertex map: ``(components after it,
-        whether the labels are still live ids)``; ``st`` gets the pass's forest and rows."""
+    def _solve_slice(self, st, k, n_live):
+        """Solve a pass's slice (``st.slice_mapped`` and ``st.slice_rows``: relabelled by the owners of the
+        vertex map): ``(components after it, whether the labels are still live ids)``; ``st`` gets the
+        pass's forest, rows and labels.  The slice and the labels are taken out of ``st``: each round's
+        are let go as the next round's are made."""
         c, key = self.client, self.builder.key
         nxt = next_bounds(self, n_live)
+        mapped, rows, st.slice_mapped, st.slice_rows = st.slice_mapped, st.slice_rows, [], []
         sub = SolveState(n_comp=n_live, edges_left=self._count_edges(k, mapped, "pass-count"), rnd=st.rnd,
                          t_solve=st.t_solve)
         self.stats.passes[-1].edges_kept = sub.edges_left  # the slice's edges that join two components
         if not sub.edges_left:
             return n_live, True
-        labels, bounds = st.labels, (nxt if nxt is not None else even_bounds(n_live, 1))
+        labels, bounds, st.labels = st.labels, (nxt if nxt is not None else even_bounds(n_live, 1)), None
         n_comp, finished = n_live, 0
         while self.partitioned_more(n_comp, sub.edges_left):
             mapped, labels, bounds, n_comp, finished = self._round(sub, mapped, labels, bounds, n_comp, finished)

@@ -52,3 +52,7 @@ class SpreadStreamState(StreamState):
 
     labels: list = field(default_factory=list)   #: per range of vertices: future of its labels
     forest: dict = field(default_factory=dict)   #: chunk -> its forest ids, one future per pass
+    #: the pass's slice, each chunk's mapped for the first round and its rows; the solve takes them (and the
+    #: labels) out of the state, so that what a round replaces is let go during the pass, not after it
+    slice_mapped: list = field(default_factory=list)
+    slice_rows: list = field(default_factory=list)
