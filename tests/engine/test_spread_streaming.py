@@ -78,10 +78,11 @@ def test_a_pass_wider_than_the_budget_reads_its_chunks_in_waves(client2):
 
 
 class Held(SchedulerPlugin):
-    """Which of the slices' and the passes' first labels are in memory as each round's contract starts
-    (a hook split of range 0) and as each range's labels follow a round (a labels assemble)."""
+    """Which of the slices and the passes' first labels are in memory as each round's
+    contract starts (a hook split of range 0) and as each range's labels follow a round (a labels assemble)."""
 
     name = "mst-test-held"
+    KEPT = ("pass-relabel-assemble", "pass-close")
 
     def __init__(self):
         self.held, self.seen, self.first_rounds, self.fresh = set(), [], set(), False
@@ -90,11 +91,11 @@ class Held(SchedulerPlugin):
         k = parse_key(key)
         if k is None:
             return
-        if finish == "memory" and k.phase in ("pass-relabel-assemble", "pass-close"):
-            self.held.add((k.phase, k.index))
+        if finish == "memory" and k.phase in self.KEPT:
+            self.held.add((k.phase, k.round, k.index))
             self.fresh = self.fresh or k.phase == "pass-relabel-assemble"  # a pass's slice read: a round 1 next
         elif start == "memory":
-            self.held.discard((k.phase, k.index))
+            self.held.discard((k.phase, k.round, k.index))
         if finish == "processing" and k.phase in ("hook-split", "labels-assemble"):
             if k.phase == "hook-split" and k.index == "0" and self.fresh:
                 self.first_rounds.add(k.round)
@@ -103,29 +104,35 @@ class Held(SchedulerPlugin):
 
 
 def test_a_pass_lets_its_slice_go_as_its_rounds_replace_it(client2):
-    """The slice as the pass's read relabelled it, and the labels the pass began with, are let go once the
-    pass's first round has replaced them (each worker holds one generation), not kept until the pass ends."""
+    """The slice as the pass's read relabelled it and the labels the pass began with are let go once the
+    pass's first round has replaced them (the workers hold one generation of each), not kept until the
+    pass ends."""
     g = mst_dist.generate("erdos_renyi", seed=13, n=3000, m=6000)
     src, dst, w = g.to_arrays()
     client2.register_plugin(Held())
     try:
         res = spread(g, client2, ranges=3, slices=4, partitions=3, local_finish=0)
         plugin = client2.run_on_scheduler(lambda dask_scheduler: dask_scheduler.plugins[Held.name])
-        seen, firsts = plugin.seen, plugin.first_rounds
+        seen, firsts = plugin.seen, sorted(plugin.first_rounds)
     finally:
         client2.unregister_scheduler_plugin(Held.name)
     check(res, g.n_vertices, src, dst, w)
+    assert len(firsts) >= 3, firsts
     hooks = [(rnd, held) for phase, rnd, i, held in seen if phase == "hook-split" and i == "0"]
     # each round's contract starts once its candidates are merged: the chunks of the round before are done
-    assert any(rnd in firsts and any(p == "pass-relabel-assemble" for p, _ in held) for rnd, held in hooks)
+    assert any(rnd in firsts and any(p == "pass-relabel-assemble" for p, _, _ in held) for rnd, held in hooks)
     later = [(rnd, held) for rnd, held in hooks if rnd not in firsts]
-    assert len(firsts) >= 2 and later, (firsts, [r for r, _ in hooks])
-    assert all(p != "pass-relabel-assemble" for rnd, held in later for p, _ in held), later
-    # range r's labels follow round 1 from the pass's first labels of r, and each later round from round 1's
+    assert later and all(p != "pass-relabel-assemble" for rnd, held in later for p, _, _ in held), later
+    # range i's labels follow the pass's first round from the pass's first labels of i (flipped from the last
+    # labels of the pass before), and each later round from the round before's
     follows = [(rnd, i, held) for phase, rnd, i, held in seen if phase == "labels-assemble"]
-    assert any(("pass-close", i) in held for rnd, i, held in follows if rnd in firsts)  # (the check sees them)
-    follows = [(rnd, i, held) for rnd, i, held in follows if rnd not in firsts and rnd > min(firsts - {0})]
-    assert follows and all(("pass-close", i) not in held for rnd, i, held in follows), follows
+
+    def first_labels(i, held):
+        return any(p == "pass-close" and j == i for p, _, j in held)
+
+    assert any(first_labels(i, held) for rnd, i, held in follows if rnd in firsts[1:])  # (the check sees them)
+    follows = [(rnd, i, held) for rnd, i, held in follows if rnd not in firsts and rnd > firsts[1]]
+    assert follows and not any(first_labels(i, held) for rnd, i, held in follows), follows
 
 
 def test_outputs_written_per_chunk_and_range(client2, tmp_path):
