@@ -135,6 +135,20 @@ def test_a_pass_lets_its_slice_go_as_its_rounds_replace_it(client2):
     assert follows and not any(first_labels(i, held) for rnd, i, held in follows), follows
 
 
+def test_auto_base_case_is_an_eighth_of_a_worker(client2):
+    """``mst.vertex-base: auto``: what fits an eighth of the smallest worker at 32 bytes a component (a
+    partitioned run takes a quarter: a spread streaming run's workers also hold the vertex map, the slice
+    and the forest rows)."""
+    g = mst_dist.generate("erdos_renyi", seed=3, n=400, m=800)
+    smallest = min(w["memory_limit"] for w in client2.scheduler_info()["workers"].values())
+    bases = {}
+    for stream in ("always", "never"):
+        with dask.config.set({"mst.vertex-base": "auto", "mst.vertex-ranges": 2, "mst.slice-edges": 400}):
+            res = mst_dist.minimum_spanning_forest(g, client2, vertex_partition="always", stream=stream)
+        bases[res.stats.kind] = res.stats.vertex_partition["base_components"]
+    assert bases == {"spread-streaming": smallest // 8 // 32, "partitioned": smallest // 4 // 32}
+
+
 def test_outputs_written_per_chunk_and_range(client2, tmp_path):
     """output= and labels_output=: the forest written per chunk from the rows each pass kept, the labels per
     range of vertices; only counts reach the client."""

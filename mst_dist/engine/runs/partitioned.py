@@ -50,13 +50,15 @@ class PartitionedRun(ResidentRun):
 
     kind = "partitioned"
     streams = False
+    #: the base case holds what fits this share of the smallest worker's memory
+    base_share = 4
 
     def plan(self):
         super().plan()
         spec, cl = self.spec, self.cluster
         self.n_ranges = spec.vertex_ranges or max(2, len(self.ranges), cl.threads)
-        # what one worker holds comfortably: a quarter of the smallest one's memory
-        self.vertex_fits = cl.min_memory // 4 // VERTEX_BYTES
+        # what one worker holds comfortably: a share of the smallest one's memory
+        self.vertex_fits = cl.min_memory // self.base_share // VERTEX_BYTES
         self.vertex_base = self.vertex_fits if spec.vertex_base == "auto" else int(spec.vertex_base)
         if not cl.min_memory:  # memory not known: the setting alone decides
             self.vertex_fits = self.vertex_base
