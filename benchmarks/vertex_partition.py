@@ -73,10 +73,11 @@ class ApartCluster:
         self.scheduler = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--port", "0",
                                            "--no-dashboard", "--scheduler-file", self.file],
                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.log = open(os.path.join(self.dir, "workers.log"), "w")
         self.worker = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", "--scheduler-file",
                                         self.file, "--nworkers", str(workers), "--nthreads", "1", "--memory-limit",
                                         memory, "--no-dashboard", "--local-directory", self.dir],
-                                       stdout=subprocess.DEVNULL, stderr=open(os.path.join(self.dir, "workers.log"), "w"))
+                                       stdout=subprocess.DEVNULL, stderr=self.log)
 
     def client(self):
         from distributed import Client
@@ -102,15 +103,17 @@ class ApartCluster:
                 p.wait(60)
             except Exception:
                 p.kill()
+        self.log.close()
 
 
 class LargestOutput(SchedulerPlugin):
-    """A scheduler plugin: the largest output (Dask's ``nbytes``) of any ``mst-*`` task, and its key."""
+    """A scheduler plugin: the largest output (Dask's ``nbytes``) of any ``mst-*`` task, its key, and how
+    many ``mst-*`` outputs it saw."""
 
-    name = "mst-bench-largest-output"
+    name = "mst-largest-output"
 
     def __init__(self):
-        self.largest = (0, None)
+        self.largest, self.seen = (0, None), 0
 
     def start(self, scheduler):
         self.scheduler = scheduler
@@ -118,12 +121,16 @@ class LargestOutput(SchedulerPlugin):
     def transition(self, key, start, finish, *args, **kwargs):
         if finish == "memory" and isinstance(key, str) and key.startswith("mst-"):
             ts = self.scheduler.tasks.get(key)
-            if ts is not None and ts.nbytes is not None and ts.nbytes > self.largest[0]:
-                self.largest = (ts.nbytes, key)
+            if ts is not None and ts.nbytes is not None:
+                self.seen += 1
+                if ts.nbytes > self.largest[0]:
+                    self.largest = (ts.nbytes, key)
 
 
-def _largest_output(dask_scheduler):
-    return dask_scheduler.plugins[LargestOutput.name].largest
+def largest_output(dask_scheduler):
+    """``(bytes, key, outputs seen)`` of the installed :class:`LargestOutput` (for ``run_on_scheduler``)."""
+    p = dask_scheduler.plugins[LargestOutput.name]
+    return (*p.largest, p.seen)
 
 
 class WorkerPeaks:
@@ -277,7 +284,7 @@ def ceiling(args):
             res, seconds = _run(g, client, "always", args.chunks, args.ranges, output=os.path.join(tmp, "forest"),
                                 labels_output=os.path.join(tmp, "labels"), stream=stream, base=args.base)
         lost = len(client.scheduler_info()["workers"]) < args.workers
-        largest, largest_key = client.run_on_scheduler(_largest_output)
+        largest, largest_key, _ = client.run_on_scheduler(largest_output)
         if args.scheduler_apart:
             scheduler = {"pid": cluster.scheduler.pid, "rss_end": cluster.scheduler_rss(),
                          "peak": peaks.peaks.pop(cluster.scheduler.pid, 0)}  # the workers' peaks apart

@@ -149,38 +149,19 @@ def test_worker_killed_in_a_partitioned_round(pclient):
 def test_no_task_output_holds_n_bytes(client2, stream):
     """With every round partitioned over 16 ranges, no mst-* task's result holds n bytes or more; nor with
     the edges streamed in slices of 2**14 (the vertex map spread too)."""
-    from distributed.diagnostics.plugin import SchedulerPlugin
-
-    class TaskBytes(SchedulerPlugin):
-        name = "mst-test-task-bytes"
-
-        def __init__(self):
-            self.sizes = {}
-
-        def start(self, scheduler):
-            self.scheduler = scheduler
-
-        def transition(self, key, start, finish, *args, **kwargs):
-            if finish == "memory" and isinstance(key, str) and key.startswith("mst-"):
-                ts = self.scheduler.tasks.get(key)
-                if ts is not None and ts.nbytes is not None:
-                    self.sizes[key] = max(self.sizes.get(key, 0), ts.nbytes)
-
-    def largest(dask_scheduler):
-        sizes = dask_scheduler.plugins["mst-test-task-bytes"].sizes
-        return max(sizes.items(), key=lambda kv: kv[1]), len(sizes)
+    from benchmarks.vertex_partition import LargestOutput, largest_output  # what the ceiling benchmark reports
 
     n = 2**20  # a sparse graph: most vertices are isolated, and finish in the first round
     g = mst_dist.generate("erdos_renyi", seed=3, n=n, m=2**15)
-    client2.register_plugin(TaskBytes())
+    client2.register_plugin(LargestOutput())
     try:
         # 16 ranges: one int64 array of a range is n/2 bytes; 4 chunks (of m/4 edges) keep the
         # exchanges' task count (chunks x ranges, ranges x ranges) down
         with dask.config.set({"mst.slice-edges": 2**14}):
             res = partitioned(g, client2, ranges=16, partitions=4, local_finish=0, stream=stream)
-        (key, nbytes), seen = client2.run_on_scheduler(largest)
+        nbytes, key, seen = client2.run_on_scheduler(largest_output)
     finally:
-        client2.unregister_scheduler_plugin("mst-test-task-bytes")
+        client2.unregister_scheduler_plugin(LargestOutput.name)
     assert seen > 500  # the plugin saw the run's tasks
     assert nbytes < n, f"{key} holds {nbytes} bytes"
     assert res.n_components > 1 and res.forest_edges == g.n_vertices - res.n_components
