@@ -140,14 +140,14 @@ def range_candidates(table, lo, hi):
 
 
 def split_others(cand: RangeCandidates, bounds):
-    """Ask for the candidate edge of each component's partner (the other end of its cheapest edge)."""
-    ids = vr.distinct(cand.other)
-    return vr.cut_sorted(ids, bounds)
+    """Ask for the candidate edge of each component's partner (the other end of its cheapest edge); each
+    candidate's index among the ids asked comes with them (``at``)."""
+    return vr.cut_values(cand.other, bounds)
 
 
 def serve_edge_ids(cand: RangeCandidates, *parts):
     """The candidate edge id of each component asked (every one asked has a candidate)."""
-    return [cand.eid[np.searchsorted(cand.comp, p)] for p in parts]
+    return [cand.eid[vr.positions(cand.comp, p)] for p in parts]
 
 
 def hook(cand: RangeCandidates, split_out, *answers):
@@ -158,8 +158,8 @@ def hook(cand: RangeCandidates, split_out, *answers):
     component with no candidate has no edge left: finished (``-1``).
     Returns ``(RangeParents, chosen edge ids ascending)``.
     """
-    ids, lo, hi = split_out.ids, cand.lo, cand.hi
-    partner_eid = vr.answers_of(split_out, answers)[np.searchsorted(ids, cand.other)]
+    lo, hi = cand.lo, cand.hi
+    partner_eid = vr.answers_of(split_out, answers)[split_out.at]
     mutual = partner_eid == cand.eid
     parent = np.full(hi - lo, -1, np.int64)
     parent[cand.comp - lo] = cand.other
@@ -184,9 +184,8 @@ def chosen_of(hooked):
 
 
 def split_parents(rp: RangeParents, bounds):
-    """Ask for the parent of each parent not known to be a root."""
-    ids = vr.distinct(rp.parent[~rp.done])
-    return vr.cut_sorted(ids, bounds)
+    """Ask for the parent of each parent not known to be a root (``at``: each pointer's index among them)."""
+    return vr.cut_values(rp.parent[~rp.done], bounds)
 
 
 def serve_parents(rp: RangeParents, *parts):
@@ -197,10 +196,9 @@ def serve_parents(rp: RangeParents, *parts):
 def jump(rp: RangeParents, split_out, *answers):
     """``parent <- parent[parent]`` over the pointers not at a root yet; a pointer is then at a root where
     the parent's was.  Pointer jumping ends when every pointer is: no last exchange that moves nothing."""
-    ids = split_out.ids
     got = vr.answers_of(split_out, answers)
     todo = np.flatnonzero(~rp.done)
-    at = got[np.searchsorted(ids, rp.parent[todo])]
+    at = got[split_out.at]
     new, done = rp.parent.copy(), rp.done.copy()
     new[todo] = at >> 1
     done[todo] = (at & 1).astype(bool)
@@ -237,10 +235,10 @@ def number(rp: RangeParents, root_offset, finished_offset):
 
 
 def split_roots(rp: RangeParents, bounds):
-    """Ask the owners of the roots of the components that are not roots for the roots' new ids."""
+    """Ask the owners of the roots of the components that are not roots for the roots' new ids (``at``:
+    each such component's root's index among them, in component order)."""
     idx = np.arange(rp.lo, rp.hi)
-    ids = vr.distinct(rp.parent[(rp.parent >= 0) & (rp.parent != idx)])
-    return vr.cut_sorted(ids, bounds)
+    return vr.cut_values(rp.parent[(rp.parent >= 0) & (rp.parent != idx)], bounds)
 
 
 def serve_new_ids(m: RangeMap, *parts):
@@ -250,12 +248,11 @@ def serve_new_ids(m: RangeMap, *parts):
 def relabel(rp: RangeParents, split_out, *answers, numbered: RangeMap):
     """The range's round map: every component's new id (its root's), or ``-(F + 1)`` finished."""
     m = numbered
-    ids = split_out.ids
     new = vr.answers_of(split_out, answers)
     idx = np.arange(rp.lo, rp.hi)
     lab = m.labels.copy()
     other = (rp.parent >= 0) & (rp.parent != idx)
-    lab[other] = new[np.searchsorted(ids, rp.parent[other])]
+    lab[other] = new[split_out.at]
     return RangeMap(rp.lo, rp.hi, lab)
 
 

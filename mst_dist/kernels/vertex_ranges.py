@@ -18,11 +18,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from mst_dist.kernels.cpu.ranges import first_of_pairs, first_touch, rank
+from mst_dist.kernels.cpu.ranges import cheapest_rows, first_of_pairs, first_touch, positions, rank
 
 __all__ = ["distinct", "narrow", "even_bounds", "owner_of", "split_by_owner", "put_back", "Split", "EndsSplit",
            "cut_sorted", "cut_ends", "cut_values", "ValuesSplit", "answers_of", "sort_edges",
-           "local_ids", "rank", "cheapest_sorted", "lightest_parallel", "merge_cheapest", "split_candidates",
+           "local_ids", "rank", "positions", "cheapest_sorted", "lightest_parallel", "merge_cheapest", "split_candidates",
            "EMPTY_CANDIDATES"]
 
 
@@ -232,16 +232,7 @@ def merge_cheapest(lo, hi, *tables):
     if len(tables) == 1:
         return tables[0]
     comp, key, eid, other = (np.concatenate([t[j] for t in tables]) for j in range(4))
-    c = comp - lo
-    best_key = np.full(hi - lo, np.iinfo(np.uint64).max, np.uint64)
-    np.minimum.at(best_key, c, key)
-    tie = np.flatnonzero(key == best_key[c])
-    best_eid = np.full(hi - lo, np.iinfo(np.int64).max, np.int64)
-    np.minimum.at(best_eid, c[tie], eid[tie])
-    win = tie[eid[tie] == best_eid[c[tie]]]
-    row = np.full(hi - lo, -1, np.int64)
-    row[c[win]] = win
-    row = row[row >= 0]
+    row = cheapest_rows(comp - lo, key, eid, hi - lo)
     return comp[row], key[row], eid[row], other[row]
 
 

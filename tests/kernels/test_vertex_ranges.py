@@ -144,3 +144,14 @@ def test_ids_narrowed_on_the_wire_only_where_they_fit_and_widened_back(top):
     merged = vr.merge_cheapest(0, 500, cut[0])
     np.testing.assert_array_equal(merged[0], [1, 7])
     np.testing.assert_array_equal(merged[3], [7, top])
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("dtypes", [(np.int64, np.int64), (np.int32, np.int64), (np.int64, np.int32)])
+def test_positions_are_numpys_searchsorted(seed, dtypes):
+    rng = np.random.default_rng(seed)
+    table = vr.distinct(rng.integers(0, 500, 200)).astype(dtypes[0])
+    asked = np.sort(np.concatenate([rng.choice(table, 50), rng.integers(-5, 505, 50)])).astype(dtypes[1])
+    np.testing.assert_array_equal(vr.positions(table, asked), np.searchsorted(table, asked))
+    assert vr.positions(table, asked[:0]).shape == (0,)
+    np.testing.assert_array_equal(vr.positions(table[:0], asked), np.zeros(asked.shape[0]))
