@@ -22,6 +22,11 @@ Two measurements, each on real worker processes (1 thread each), from the reposi
     # checkout, e.g. `git worktree add /tmp/mst-before <commit>`), each in fresh processes, taking turns
     python -m benchmarks.vertex_partition cpu --before /tmp/mst-before --out vp-cpu.json
 
+    # one partitioned round's worker functions in one process (no Dask): the CPU a round costs, by step,
+    # this version against an earlier one, in turns
+    python -m benchmarks.vertex_partition round --before /tmp/mst-before --n 33554432 --m 12582912 \
+        --chunks 32 --ranges 16 --out vp-round.json
+
     # many edge chunks on the centralised rounds (4 worker processes): the map's scratch, this version
     # against an earlier one, each in fresh processes, taking turns
     python -m benchmarks.vertex_partition chunks --before /tmp/mst-before --n 8388608 --m 16777216 \
@@ -419,14 +424,82 @@ if __name__ == "__main__":
 """
 
 
-def _in_turns(before, child, argv, turns):
+_ROUND_CHILD = r"""
+import functools, hashlib, json, sys, time
+import numpy as np
+import mst_dist
+from mst_dist.engine import ranged
+from mst_dist.kernels import vertex_ranges as vr
+
+def exchange(requests, owners, split, serve, assemble, kwargs=None):
+    # what mst_dist.engine.exchange does across workers, in this process: split, serve, assemble
+    splits = [split(q) for q in requests]
+    served = [[vr.narrow(a) for a in serve(o, *[s.part(r) for s in splits])] for r, o in enumerate(owners)]
+    return [assemble(q, s, *[served[r][j] for r in range(len(owners))], **(kwargs[j] if kwargs else {}))
+            for j, (q, s) in enumerate(zip(requests, splits))]
+
+def one_round(raws, offsets, n, R):
+    steps, t = {}, [time.perf_counter()]
+    def done(step):
+        now = time.perf_counter()
+        steps[step], t[0] = now - t[0], now
+    b = vr.even_bounds(n, R)
+    mapped = [ranged.prepare(raw, off, n, b) for raw, off in zip(raws, offsets)]
+    labels = [ranged.first_labels(int(b[r]), int(b[r + 1])) for r in range(R)]
+    done("prepare")
+    cands = [ranged.range_candidates(ranged.merge(int(b[r]), int(b[r + 1]), *[mp[1][r] for mp in mapped]),
+                                     int(b[r]), int(b[r + 1])) for r in range(R)]
+    done("merge")
+    hooked = exchange(cands, cands, functools.partial(ranged.split_others, bounds=b), ranged.serve_edge_ids,
+                      ranged.hook)
+    parents = [h[0] for h in hooked]
+    done("hook")
+    while sum(p.pending() for p in parents):
+        parents = exchange(parents, parents, functools.partial(ranged.split_parents, bounds=b), ranged.serve_parents,
+                           ranged.jump)
+    done("jump")
+    counts = [ranged.counts(p) for p in parents]
+    roots, fins = np.array([a for a, _ in counts]), np.array([f for _, f in counts])
+    root_off, fin_off = np.cumsum(roots) - roots, np.cumsum(fins) - fins
+    numbered = [ranged.number(p, int(root_off[r]), int(fin_off[r])) for r, p in enumerate(parents)]
+    rmaps = exchange(parents, numbered, functools.partial(ranged.split_roots, bounds=b), ranged.serve_new_ids,
+                     ranged.relabel, [{"numbered": x} for x in numbered])
+    done("number")
+    n_next = int(roots.sum())
+    kw = {"n_next": n_next, "next_bounds": vr.even_bounds(n_next, R), "chosen_bundles": [], "chosen_at": 0}
+    mapped = exchange(mapped, rmaps, functools.partial(ranged.split_ends, bounds=b), ranged.serve_map,
+                      ranged.filter_block, [kw] * len(mapped))
+    done("filter-edges")
+    labels = exchange(labels, rmaps, functools.partial(ranged.split_live, bounds=b), ranged.serve_map, ranged.follow)
+    done("labels")
+    h = hashlib.sha1(np.sort(np.concatenate([x[1] for x in hooked])).tobytes())
+    for vl in labels:
+        h.update(np.asarray(vl.labels, np.int64).tobytes())
+    return steps, h.hexdigest() + f"-{n_next}-{sum(len(m[0].chunk) for m in mapped)}"
+
+n, m, chunks, ranges, repeat = (int(x) for x in sys.argv[1:6])
+s, d, w = mst_dist.generate("erdos_renyi", n=n, m=m, seed=1).to_arrays()
+cuts = np.linspace(0, m, chunks + 1).astype(np.int64)
+raws = [(s[a:z], d[a:z], w[a:z]) for a, z in zip(cuts[:-1], cuts[1:])]
+times, best = [], None
+for i in range(repeat + 1):  # the first warms the kernels: not timed
+    steps, ids = one_round(raws, [int(a) for a in cuts[:-1]], n, ranges)
+    if i:
+        times.append(sum(steps.values()))
+        best = steps if best is None or times[-1] <= min(times) else best
+print("RESULT " + json.dumps({"times": times, "steps": best, "ids": ids, "module": mst_dist.__file__}))
+"""
+
+
+def _in_turns(before, child, argv, turns, with_steps=False):
     """``child`` (a script printing ``RESULT {json}``) run with ``argv`` in fresh processes, this checkout and
-    the one at ``before`` taking turns: ``(best seconds per version, edge ids' hash per version)``."""
+    the one at ``before`` taking turns: ``(best seconds per version, edge ids' hash per version)``, and with
+    ``with_steps`` the best run's seconds by step per version."""
     import subprocess
 
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     trees = {"before": os.path.abspath(before), "now": here}
-    best, ids = {}, {}
+    best, ids, steps = {}, {}, {}
     for _ in range(turns):
         for name, tree in trees.items():
             env = dict(os.environ, PYTHONPATH=tree)
@@ -434,9 +507,10 @@ def _in_turns(before, child, argv, turns):
                                text=True, check=True)
             r = json.loads(p.stdout.split("RESULT ", 1)[1])
             assert r["module"].startswith(tree), f"{name}: imported {r['module']}, not from {tree}"
-            best[name] = min(best.get(name, float("inf")), *r["times"])
+            if min(r["times"]) < best.get(name, float("inf")):
+                best[name], steps[name] = min(r["times"]), r.get("steps")
             ids.setdefault(name, r["ids"])
-    return best, ids
+    return (best, ids, steps) if with_steps else (best, ids)
 
 
 def cpu(args):
@@ -470,6 +544,21 @@ def chunks(args):
           f"{best['before']:.2f} s  now {best['now']:.2f} s  now / before {ratio:.3f}", flush=True)
     return {"graph": {"n": args.n, "m": args.m, "chunks": args.chunks}, "workers": args.workers,
             "before": best["before"], "now": best["now"], "ratio": ratio, "repeat": args.repeat, "turns": args.turns}
+
+
+def one_round(args):
+    """One partitioned round's worker functions in one process, the exchanges called in place (no Dask):
+    the CPU a round costs, by step, ``--before`` against this checkout, in turns."""
+    argv = [str(x) for x in (args.n, args.m, args.chunks, args.ranges, args.repeat)]
+    best, ids, steps = _in_turns(args.before, _ROUND_CHILD, argv, args.turns, with_steps=True)
+    assert ids["before"] == ids["now"], "the rounds' forest edges, labels or edges left differ"
+    ratio = best["now"] / best["before"]
+    print(f"one partitioned round, Erdos-Renyi n={args.n} m={args.m}, {args.chunks} chunks, {args.ranges} ranges, "
+          f"one process: before {best['before']:.2f} s  now {best['now']:.2f} s  now / before {ratio:.3f}")
+    for name in ("before", "now"):
+        print(f"  {name:<6}", "  ".join(f"{k} {v:.2f}" for k, v in steps[name].items()))
+    return {"graph": {"n": args.n, "m": args.m, "chunks": args.chunks, "ranges": args.ranges}, "before": best["before"],
+            "now": best["now"], "ratio": ratio, "steps": steps, "repeat": args.repeat, "turns": args.turns}
 
 
 def main(argv=None):
@@ -524,9 +613,18 @@ def main(argv=None):
     ch.add_argument("--repeat", type=int, default=2, help="timed runs per process (after one warm-up)")
     ch.add_argument("--turns", type=int, default=2, help="processes per version, taking turns")
     ch.add_argument("--out", default=None)
+    rd = sub.add_parser("round")
+    rd.add_argument("--before", required=True, help="a checkout of the version to compare with")
+    rd.add_argument("--n", type=int, default=2**25)
+    rd.add_argument("--m", type=int, default=12_582_912)
+    rd.add_argument("--chunks", type=int, default=32)
+    rd.add_argument("--ranges", type=int, default=16)
+    rd.add_argument("--repeat", type=int, default=2, help="timed rounds per process (after one warm-up)")
+    rd.add_argument("--turns", type=int, default=2, help="processes per version, taking turns")
+    rd.add_argument("--out", default=None)
     args = p.parse_args(argv)
     result = {"bytes": bytes_moved, "ceiling": ceiling, "cpu": cpu, "local": local,
-              "chunks": chunks}[args.what](args)
+              "chunks": chunks, "round": one_round}[args.what](args)
     if args.out:
         with open(args.out, "w") as f:
             json.dump(result, f, indent=1)

@@ -11,7 +11,10 @@ import dask
 import numpy as np
 import pytest
 
+from distributed.diagnostics.plugin import SchedulerPlugin
+
 import mst_dist
+from mst_dist.engine.keys import parse_key
 from mst_dist.engine.runs import choose_kind
 from mst_dist.engine.spec import RunSpec
 from mst_dist.errors import ConfigError, InvalidGraphError
@@ -166,6 +169,46 @@ def test_no_task_output_holds_n_bytes(client2, stream):
     assert nbytes < n, f"{key} holds {nbytes} bytes"
     assert res.n_components > 1 and res.forest_edges == g.n_vertices - res.n_components
     assert res.stats.streamed == (stream == "always") and len(res.stats.passes) == (3 if stream == "always" else 0)
+
+
+class HeldInRound(SchedulerPlugin):
+    """Which ranges' merged candidates and hooked pairs of a round are in memory as each of the round's
+    labels assembles starts (the round's last step)."""
+
+    name = "mst-test-held-in-round"
+    KEPT = ("merged", "hook-assemble")
+
+    def __init__(self):
+        self.held, self.seen = set(), []
+
+    def transition(self, key, start, finish, *args, **kwargs):
+        k = parse_key(key)
+        if k is None:
+            return
+        if finish == "memory" and k.phase in self.KEPT:
+            self.held.add((k.phase, k.round))
+        elif start == "memory":
+            self.held.discard((k.phase, k.round))
+        if finish == "processing" and k.phase == "labels-assemble":
+            self.seen.append((k.round, {p for p, r in self.held if r == k.round}))
+
+
+def test_a_round_lets_its_candidates_and_hooked_pairs_go_once_used(client2):
+    """The merged candidates and the hooked pairs (each an array over every component of a range) are let
+    go once the hook and the parents and chosen ids taken out of the pairs have run, before the round's
+    labels follow: they are not held to the end of the round."""
+    g = mst_dist.generate("erdos_renyi", seed=7, n=4000, m=8000)
+    src, dst, w = g.to_arrays()
+    client2.register_plugin(HeldInRound())
+    try:
+        res = partitioned(g, client2, ranges=4, partitions=4, local_finish=0)
+        seen = client2.run_on_scheduler(lambda dask_scheduler: dask_scheduler.plugins[HeldInRound.name].seen)
+    finally:
+        client2.unregister_scheduler_plugin(HeldInRound.name)
+    check(res, g.n_vertices, src, dst, w)
+    rounds = {r.round for r in res.stats.rounds if r.mode == "partitioned"}
+    assert len(rounds) >= 2 and {rnd for rnd, _ in seen} >= rounds, (rounds, seen)
+    assert not [(rnd, held) for rnd, held in seen if held], seen
 
 
 @pytest.mark.processes

@@ -185,6 +185,10 @@ class PartitionedRun(ResidentRun):
                        for r, h in enumerate(hooked)]
             chosen = [b.submit(ranged.chosen_of, h, key=key("chosen", rnd, r), **rpins[r])
                       for r, h in enumerate(hooked)]
+        # what a step replaced is let go as soon as its dependents have run, not at the end of the round: the
+        # candidates and the hooked pairs are each an array over every component of a range (and Dask counts
+        # the parents and chosen ids taken out of the pairs twice while both are held, spilling early)
+        cands = hooked = None
         jumps, pending = 0, 1  # after hooking, some component points at a non-root unless all are roots
         while pending:
             parents = self._exchange("jump", rnd, parents, parents,
@@ -196,6 +200,7 @@ class PartitionedRun(ResidentRun):
                         for r, p in enumerate(parents)]
             pending = sum(c.gather(left))
         rmaps, n_next, finished = self._renumber(rnd, parents, bounds, finished)
+        parents = None
         t_contract = time.perf_counter()
         # filter-edges: each chunk asks for its ids' new ids, takes the forest edges of its own edge ids,
         # and maps the next round
