@@ -225,14 +225,20 @@ def lightest_parallel(lu, lv, k):
 
 def merge_cheapest(lo, hi, *tables):
     """Candidate tables of components in ``[lo, hi)`` combined: the cheapest row of each (associative,
-    commutative).  Scratch of ``hi - lo`` entries: one range's share, as its owner holds."""
+    commutative).  Scratch of ``hi - lo`` entries (one range's share, as its owner holds), or, where the
+    rows are few beside the range (a worker's own chunks merged first), of the components they hold:
+    one slot per distinct component, found by a radix sort of the rows' components."""
     tables = [t for t in tables if t[0].shape[0]]
     if not tables:
         return EMPTY_CANDIDATES
     if len(tables) == 1:
         return tables[0]
     comp, key, eid, other = (np.concatenate([t[j] for t in tables]) for j in range(4))
-    row = cheapest_rows(comp - lo, key, eid, hi - lo)
+    if 4 * comp.shape[0] < hi - lo:
+        ids, slot = rank(comp)
+        row = cheapest_rows(slot, key, eid, ids.shape[0])
+    else:
+        row = cheapest_rows(comp - lo, key, eid, hi - lo)
     return comp[row], key[row], eid[row], other[row]
 
 

@@ -37,9 +37,9 @@ def test_cheapest_edge_of_each_component(seed):
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_merge_of_candidate_tables_is_the_cheapest_over_all(seed):
+@pytest.mark.parametrize("lo, hi", [(50, 200), (0, 10**6)], ids=["rows-fill-the-range", "rows-few-in-a-wide-range"])
+def test_merge_of_candidate_tables_is_the_cheapest_over_all(seed, lo, hi):
     u, v, key, eid = _edges(seed)
-    lo, hi = 50, 200
     tables = []
     for part in np.array_split(np.arange(u.shape[0]), 4):  # four chunks of the edges
         ids, lu, lv = vr.local_ids(u[part], v[part])
