@@ -98,6 +98,25 @@ def test_kept_on_the_workers(client2):
         res.kept.release()
 
 
+def test_default_ranges_follow_the_workers_memory(client2):
+    """Without ``mst.vertex-ranges``: one range per worker thread, and more where a range's share of the
+    per-vertex state would be over a sixteenth of the smallest worker; one per chunk where the workers'
+    memory is not known."""
+    from mst_dist.engine.runs.partitioned import default_ranges
+
+    assert default_ranges(2**27, 8, 2**30, 128) == 64 and default_ranges(2**25, 8, 2**30, 128) == 16
+    assert default_ranges(2**25 + 1, 8, 2**30, 128) == 17 and default_ranges(1000, 8, 2**30, 128) == 8
+    assert default_ranges(1000, 1, 2**30, 1) == 2 and default_ranges(1000, 3, 0, 12) == 12
+    g = mst_dist.generate("erdos_renyi", seed=4, n=3000, m=6000)
+    src, dst, w = g.to_arrays()
+    with dask.config.set({"mst.vertex-base": 0}):
+        res = mst_dist.minimum_spanning_forest(g, client2, vertex_partition="always", partitions=6, local_finish=0)
+    check(res, g.n_vertices, src, dst, w)
+    workers = client2.scheduler_info()["workers"].values()
+    threads = sum(wk["nthreads"] for wk in workers)
+    assert res.stats.vertex_partition["ranges"] == max(2, threads)  # 3000 vertices: far below a sixteenth
+
+
 def test_auto_partitions_when_vertices_do_not_fit_one_worker():
     g = mst_dist.generate("grid", seed=1, rows=100, cols=100)  # 10,000 vertices: 320 kB of state
     assert choose_kind(RunSpec.build(), g, _layout(2**30), None) == "resident"
