@@ -22,8 +22,8 @@ from mst_dist.kernels.cpu.ranges import cheapest_rows, first_of_pairs, first_tou
 
 __all__ = ["distinct", "narrow", "even_bounds", "owner_of", "split_by_owner", "put_back", "Split", "EndsSplit",
            "cut_sorted", "cut_ends", "cut_values", "ValuesSplit", "answers_of", "sort_edges",
-           "local_ids", "rank", "positions", "cheapest_sorted", "lightest_parallel", "merge_cheapest", "split_candidates",
-           "EMPTY_CANDIDATES"]
+           "local_ids", "rank", "positions", "cheapest_sorted", "lightest_parallel", "merge_cheapest",
+           "split_candidates", "EMPTY_CANDIDATES"]
 
 
 def distinct(a):

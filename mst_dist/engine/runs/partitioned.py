@@ -56,8 +56,8 @@ class PartitionedRun(ResidentRun):
     def plan(self):
         super().plan()
         spec, cl = self.spec, self.cluster
-        self.n_ranges = spec.vertex_ranges or default_ranges(self.g.n_vertices, cl.threads, cl.min_memory,
-                                                             len(self.ranges))
+        auto_ranges = default_ranges(self.g.n_vertices, cl.threads, cl.min_memory, len(self.ranges))
+        self.n_ranges = spec.vertex_ranges or auto_ranges
         # what one worker holds comfortably: a share of the smallest one's memory
         self.vertex_fits = cl.min_memory // self.base_share // VERTEX_BYTES
         self.vertex_base = self.vertex_fits if spec.vertex_base == "auto" else int(spec.vertex_base)
@@ -186,10 +186,7 @@ class PartitionedRun(ResidentRun):
                        for r, h in enumerate(hooked)]
             chosen = [b.submit(ranged.chosen_of, h, key=key("chosen", rnd, r), **rpins[r])
                       for r, h in enumerate(hooked)]
-        # what a step replaced is let go as soon as its dependents have run, not at the end of the round: the
-        # candidates and the hooked pairs are each an array over every component of a range (and Dask counts
-        # the parents and chosen ids taken out of the pairs twice while both are held, spilling early)
-        cands = hooked = None
+        cands = hooked = None  # let go once used: arrays over a range (Dask counts parents, chosen twice while held)
         jumps, pending = 0, 1  # after hooking, some component points at a non-root unless all are roots
         while pending:
             parents = self._exchange("jump", rnd, parents, parents,
