@@ -491,10 +491,10 @@ print("RESULT " + json.dumps({"times": times, "steps": best, "ids": ids, "module
 """
 
 
-def _in_turns(before, child, argv, turns, with_steps=False):
+def _in_turns(before, child, argv, turns):
     """``child`` (a script printing ``RESULT {json}``) run with ``argv`` in fresh processes, this checkout and
-    the one at ``before`` taking turns: ``(best seconds per version, edge ids' hash per version)``, and with
-    ``with_steps`` the best run's seconds by step per version."""
+    the one at ``before`` taking turns: ``(best seconds, edge ids' hash, the best run's seconds by step where
+    the child gives them)``, each per version."""
     import subprocess
 
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -510,7 +510,7 @@ def _in_turns(before, child, argv, turns, with_steps=False):
             if min(r["times"]) < best.get(name, float("inf")):
                 best[name], steps[name] = min(r["times"]), r.get("steps")
             ids.setdefault(name, r["ids"])
-    return (best, ids, steps) if with_steps else (best, ids)
+    return best, ids, steps
 
 
 def cpu(args):
@@ -522,7 +522,7 @@ def cpu(args):
         graphs = [g for g in yaml.safe_load(f)["graphs"] if not args.only or g["name"] in args.only.split(",")]
     out = []
     for gr in graphs:
-        best, ids = _in_turns(args.before, _CHILD, [json.dumps(gr["generate"]), str(args.repeat)], args.turns)
+        best, ids, _ = _in_turns(args.before, _CHILD, [json.dumps(gr["generate"]), str(args.repeat)], args.turns)
         assert ids["before"] == ids["now"], f"{gr['name']}: the forests differ"
         out.append({"graph": gr["name"], "before": best["before"], "now": best["now"],
                     "ratio": best["now"] / best["before"]})
@@ -537,7 +537,7 @@ def chunks(args):
     """Many edge chunks on the centralised rounds, worker processes of 1 thread: ``--before`` against this
     checkout, in turns."""
     argv = [str(x) for x in (args.n, args.m, args.workers, args.chunks, args.repeat)]
-    best, ids = _in_turns(args.before, _CHUNKS_CHILD, argv, args.turns)
+    best, ids, _ = _in_turns(args.before, _CHUNKS_CHILD, argv, args.turns)
     assert ids["before"] == ids["now"], "the forests differ"
     ratio = best["now"] / best["before"]
     print(f"Erdos-Renyi n={args.n} m={args.m}, {args.chunks} chunks on {args.workers} workers: before "
@@ -550,7 +550,7 @@ def one_round(args):
     """One partitioned round's worker functions in one process, the exchanges called in place (no Dask):
     the CPU a round costs, by step, ``--before`` against this checkout, in turns."""
     argv = [str(x) for x in (args.n, args.m, args.chunks, args.ranges, args.repeat)]
-    best, ids, steps = _in_turns(args.before, _ROUND_CHILD, argv, args.turns, with_steps=True)
+    best, ids, steps = _in_turns(args.before, _ROUND_CHILD, argv, args.turns)
     assert ids["before"] == ids["now"], "the rounds' forest edges, labels or edges left differ"
     ratio = best["now"] / best["before"]
     print(f"one partitioned round, Erdos-Renyi n={args.n} m={args.m}, {args.chunks} chunks, {args.ranges} ranges, "

@@ -50,7 +50,7 @@ class SpreadStreamingRun(SlicedPasses, PartitionedRun):
     slice_edge_bytes = SPREAD_SLICE_BYTES_PER_EDGE
     #: an eighth: beside the base case a worker holds its share of the vertex map, the slice and the forest
     #: rows the passes kept (2^27 vertices, 2^28 edges on 8 workers of 1 GiB: with a quarter a worker went
-    #: over its memory limit in the third to fifth pass; with an eighth the largest peaked at 857 MiB)
+    #: over its memory limit in the third to fifth pass; with an eighth the largest peaked at 921 MiB)
     base_share = 8
 
     def rounds(self, st: SpreadStreamState):
