@@ -11,14 +11,12 @@ import dask
 import numpy as np
 import pytest
 
-from distributed.diagnostics.plugin import SchedulerPlugin
-
 import mst_dist
-from mst_dist.engine.keys import parse_key
 from mst_dist.engine.runs import choose_kind
 from mst_dist.engine.spec import RunSpec
 from mst_dist.errors import ConfigError, InvalidGraphError
 from support.cases import ALL, HAND, check
+from support.held import Held
 from support.layouts import layout as _layout
 from support.naive import kruskal
 from support.oracle import check_kept_per_range, check_written_per_range
@@ -190,26 +188,13 @@ def test_no_task_output_holds_n_bytes(client2, stream):
     assert res.stats.streamed == (stream == "always") and len(res.stats.passes) == (3 if stream == "always" else 0)
 
 
-class HeldInRound(SchedulerPlugin):
-    """Which ranges' merged candidates and hooked pairs of a round are in memory as each of the round's
-    labels assembles starts (the round's last step)."""
+class HeldInRound(Held):
+    """Which ranges' merged candidates and hooked pairs are in memory as each labels assemble (a round's last
+    step) starts."""
 
     name = "mst-test-held-in-round"
     KEPT = ("merged", "hook-assemble")
-
-    def __init__(self):
-        self.held, self.seen = set(), []
-
-    def transition(self, key, start, finish, *args, **kwargs):
-        k = parse_key(key)
-        if k is None:
-            return
-        if finish == "memory" and k.phase in self.KEPT:
-            self.held.add((k.phase, k.round))
-        elif start == "memory":
-            self.held.discard((k.phase, k.round))
-        if finish == "processing" and k.phase == "labels-assemble":
-            self.seen.append((k.round, {p for p, r in self.held if r == k.round}))
+    AT = ("labels-assemble",)
 
 
 def test_a_round_lets_its_candidates_and_hooked_pairs_go_once_used(client2):
@@ -226,8 +211,9 @@ def test_a_round_lets_its_candidates_and_hooked_pairs_go_once_used(client2):
         client2.unregister_scheduler_plugin(HeldInRound.name)
     check(res, g.n_vertices, src, dst, w)
     rounds = {r.round for r in res.stats.rounds if r.mode == "partitioned"}
-    assert len(rounds) >= 2 and {rnd for rnd, _ in seen} >= rounds, (rounds, seen)
-    assert not [(rnd, held) for rnd, held in seen if held], seen
+    assert len(rounds) >= 2 and {rnd for _, rnd, _, _ in seen} >= rounds, (rounds, seen)
+    of_round = [(rnd, {p for p, r, _ in held if r == rnd}) for _, rnd, _, held in seen]
+    assert not [(rnd, held) for rnd, held in of_round if held], of_round
 
 
 @pytest.mark.processes

@@ -11,14 +11,12 @@ import dask
 import numpy as np
 import pytest
 
-from distributed.diagnostics.plugin import SchedulerPlugin
-
 import mst_dist
-from mst_dist.engine.keys import parse_key
 from mst_dist.engine.runs import choose_kind
 from mst_dist.engine.spec import RunSpec
 from mst_dist.errors import ConfigError, InvalidGraphError
 from support.cases import ALL, check
+from support.held import Held
 from support.layouts import layout as _layout
 from support.naive import kruskal
 from support.oracle import check_kept_per_range, check_written_per_range
@@ -77,30 +75,26 @@ def test_a_pass_wider_than_the_budget_reads_its_chunks_in_waves(client2):
     assert len(passes) < slices  # each pass's slice cut by its raw edges would take one pass per slice or more
 
 
-class Held(SchedulerPlugin):
+class SliceHeld(Held):
     """Which of the slices and the passes' first labels are in memory as each round's
-    contract starts (a hook split of range 0) and as each range's labels follow a round (a labels assemble)."""
+    contract starts (a hook split of range 0) and as each range's labels follow a round (a labels assemble);
+    ``first_rounds``: the rounds that begin a pass."""
 
-    name = "mst-test-held"
+    name = "mst-test-slice-held"
     KEPT = ("pass-relabel-assemble", "pass-close")
+    AT = ("hook-split", "labels-assemble")
 
     def __init__(self):
-        self.held, self.seen, self.first_rounds, self.fresh = set(), [], set(), False
+        super().__init__()
+        self.first_rounds, self.fresh = set(), False
 
-    def transition(self, key, start, finish, *args, **kwargs):
-        k = parse_key(key)
-        if k is None:
-            return
-        if finish == "memory" and k.phase in self.KEPT:
-            self.held.add((k.phase, k.round, k.index))
-            self.fresh = self.fresh or k.phase == "pass-relabel-assemble"  # a pass's slice read: a round 1 next
-        elif start == "memory":
-            self.held.discard((k.phase, k.round, k.index))
-        if finish == "processing" and k.phase in ("hook-split", "labels-assemble"):
-            if k.phase == "hook-split" and k.index == "0" and self.fresh:
-                self.first_rounds.add(k.round)
-                self.fresh = False
-            self.seen.append((k.phase, k.round, k.index, frozenset(self.held)))
+    def kept(self, k):
+        self.fresh = self.fresh or k.phase == "pass-relabel-assemble"  # a pass's slice read: a round 1 next
+
+    def starting(self, k):
+        if k.phase == "hook-split" and k.index == "0" and self.fresh:
+            self.first_rounds.add(k.round)
+            self.fresh = False
 
 
 def test_a_pass_lets_its_slice_go_as_its_rounds_replace_it(client2):
@@ -109,13 +103,13 @@ def test_a_pass_lets_its_slice_go_as_its_rounds_replace_it(client2):
     pass ends."""
     g = mst_dist.generate("erdos_renyi", seed=13, n=3000, m=6000)
     src, dst, w = g.to_arrays()
-    client2.register_plugin(Held())
+    client2.register_plugin(SliceHeld())
     try:
         res = spread(g, client2, ranges=3, slices=4, partitions=3, local_finish=0)
-        plugin = client2.run_on_scheduler(lambda dask_scheduler: dask_scheduler.plugins[Held.name])
+        plugin = client2.run_on_scheduler(lambda dask_scheduler: dask_scheduler.plugins[SliceHeld.name])
         seen, firsts = plugin.seen, sorted(plugin.first_rounds)
     finally:
-        client2.unregister_scheduler_plugin(Held.name)
+        client2.unregister_scheduler_plugin(SliceHeld.name)
     check(res, g.n_vertices, src, dst, w)
     assert len(firsts) >= 3, firsts
     hooks = [(rnd, held) for phase, rnd, i, held in seen if phase == "hook-split" and i == "0"]
