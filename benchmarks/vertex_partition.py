@@ -217,6 +217,7 @@ def by_phase(phase_bytes):
 
 def _rounds(res):
     return [{"round": r.round, "mode": r.mode, "components": r.components_before, "edges": r.edges_before,
+             "ranges": r.ranges,
              "bytes_moved": r.bytes_moved, "bytes_by_phase": by_phase(r.phase_bytes), "seconds": r.wall_seconds}
             for r in res.stats.rounds]
 

@@ -31,7 +31,9 @@ class RoundStats:
     between host and device memory in the round (chunks uploaded, round maps
     in; candidates and results out); ``gpu_edges`` how many of
     ``edges_before`` a GPU worker processed.  A local round charges its
-    task's copies to its first round.
+    task's copies to its first round.  ``ranges``: how many ranges a
+    partitioned round (or local contraction) cut its component ids into
+    (0 for the other modes).
     """
 
     round: int
@@ -49,6 +51,7 @@ class RoundStats:
     d2h_bytes: int = 0
     gpu_edges: int = 0
     phase_bytes: dict = field(default_factory=dict)
+    ranges: int = 0
 
     def to_dict(self):
         return asdict(self)

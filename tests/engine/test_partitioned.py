@@ -115,6 +115,26 @@ def test_default_ranges_follow_the_workers_memory(client2):
     assert res.stats.vertex_partition["ranges"] == max(2, threads)  # 3000 vertices: far below a sixteenth
 
 
+def test_a_rounds_ranges_follow_its_components(client2, monkeypatch):
+    """Without ``mst.vertex-ranges`` each partitioned round cuts its components into ``default_ranges``
+    of their count (each range is a handful of tasks in every exchange): fewer ranges as the rounds
+    contract.  The sixteenth of a worker made far smaller, so that 3000 vertices take many ranges."""
+    from mst_dist.engine.runs import partitioned as part
+
+    workers = client2.scheduler_info()["workers"].values()
+    threads, memory = sum(wk["nthreads"] for wk in workers), min(wk["memory_limit"] for wk in workers)
+    monkeypatch.setattr(part, "RANGE_SHARE", memory // (32 * 100))  # a range per 100 components
+    g = mst_dist.generate("erdos_renyi", seed=4, n=3000, m=6000)
+    src, dst, w = g.to_arrays()
+    with dask.config.set({"mst.vertex-base": 0}):
+        res = mst_dist.minimum_spanning_forest(g, client2, vertex_partition="always", partitions=6, local_finish=0)
+    check(res, g.n_vertices, src, dst, w)
+    rounds = [r for r in res.stats.rounds if r.mode in ("partitioned", "local-contraction")]
+    assert res.stats.vertex_partition["ranges"] == rounds[0].ranges == 30
+    assert [r.ranges for r in rounds] == [max(2, threads, -(-r.components_before // 100)) for r in rounds]
+    assert rounds[-1].ranges < 10 and len(rounds) >= 3
+
+
 def test_auto_partitions_when_vertices_do_not_fit_one_worker():
     g = mst_dist.generate("grid", seed=1, rows=100, cols=100)  # 10,000 vertices: 320 kB of state
     assert choose_kind(RunSpec.build(), g, _layout(2**30), None) == "resident"

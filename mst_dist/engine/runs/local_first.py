@@ -100,7 +100,7 @@ def contract_locally(run, st):
         found = [b.submit(ranged.forest_count, m, key=key("forest-count", rnd, i), **run.pins[i])
                  for i, m in enumerate(contracted)]
     end_round(run, st, "local-contraction", (t0, t_contract), (n, n_next), mapped, found,
-              edges_before=edges_before)
+              edges_before=edges_before, ranges=bounds.shape[0] - 1)
     return mapped, labels, nxt, n_next, finished
 
 

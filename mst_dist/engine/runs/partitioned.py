@@ -56,8 +56,7 @@ class PartitionedRun(ResidentRun):
     def plan(self):
         super().plan()
         spec, cl = self.spec, self.cluster
-        auto_ranges = default_ranges(self.g.n_vertices, cl.threads, cl.min_memory, len(self.ranges))
-        self.n_ranges = spec.vertex_ranges or auto_ranges
+        self.n_ranges = self.ranges_for(self.g.n_vertices)  # the vertices' (and the first round's) ranges
         # what one worker holds comfortably: a share of the smallest one's memory
         self.vertex_fits = cl.min_memory // self.base_share // VERTEX_BYTES
         self.vertex_base = self.vertex_fits if spec.vertex_base == "auto" else int(spec.vertex_base)
@@ -66,6 +65,13 @@ class PartitionedRun(ResidentRun):
         self.chunk_bounds = np.array([r.offset for r in self.ranges] + [self.g.n_edges], np.int64)
         self.stats.vertex_partition = {"ranges": self.n_ranges, "base_components": self.vertex_base}
         self._sub = itertools.count()
+
+    def ranges_for(self, count):
+        """How many ranges ``count`` component ids are cut into: ``mst.vertex-ranges`` where set, else
+        :func:`default_ranges` of ``count``, so that a round's ranges (each a handful of tasks in every
+        exchange) follow its components down."""
+        cl = self.cluster
+        return self.spec.vertex_ranges or default_ranges(count, cl.threads, cl.min_memory, len(self.ranges))
 
     def _key(self, phase, rnd):
         sub = next(self._sub)
@@ -210,7 +216,7 @@ class PartitionedRun(ResidentRun):
                        for g, js in enumerate(by_worker(self.pins))] for r, rt in enumerate(routes)]
             found = [b.submit(len, ch, key=key("forest-count", rnd, r), **rpins[r]) for r, ch in enumerate(chosen)]
         mapped, labels, nxt = self._filter(rnd, mapped, labels, rmaps, bounds, n_next, routed)
-        end_round(self, st, "partitioned", (t0, t_contract), (n_comp, n_next), mapped, found)
+        end_round(self, st, "partitioned", (t0, t_contract), (n_comp, n_next), mapped, found, ranges=R)
         return mapped, labels, nxt, n_next, finished
 
     def _renumber(self, rnd, parents, bounds, finished):
@@ -366,9 +372,9 @@ def default_ranges(n, threads, min_memory, chunks):
 
 
 def next_bounds(run, n):
-    """The ranges ``n`` components are cut into for a partitioned round; ``None`` where they are few enough
-    (``mst.vertex-base``) for the centralised rounds."""
-    return even_bounds(n, run.n_ranges) if n > run.vertex_base else None
+    """The ranges ``n`` components are cut into for a partitioned round (:meth:`PartitionedRun.ranges_for`);
+    ``None`` where they are few enough (``mst.vertex-base``) for the centralised rounds."""
+    return even_bounds(n, run.ranges_for(n)) if n > run.vertex_base else None
 
 
 def chunk_pins(client, places, raws):
@@ -419,7 +425,7 @@ def canonical_labels(run, rnd, parts):
     c, key = run.client, run.builder.key
     n_fin = max(c.gather([c.submit(ranged.max_finished, vl, key=key("labels-max", rnd, r))
                           for r, vl in enumerate(parts)]), default=-1) + 1
-    fb = even_bounds(n_fin, run.n_ranges)
+    fb = even_bounds(n_fin, run.ranges_for(n_fin))
     firsts = run._exchange("first", rnd, parts, [None] * (fb.shape[0] - 1),
                            split=functools.partial(ranged.split_finished, bounds=fb),
                            serve=ranged.serve_firsts, assemble=ranged.firsts)

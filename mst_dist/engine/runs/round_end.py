@@ -8,11 +8,11 @@ from mst_dist.engine.batch import Batch
 from mst_dist.result import RoundStats
 
 
-def end_round(run, st, mode, times, components, mapped, found, edges_before=None):
+def end_round(run, st, mode, times, components, mapped, found, edges_before=None, ranges=0):
     """The edges left and the forest edges found (futures of counts, ``found``) in one gather, the
     round's :class:`~mst_dist.result.RoundStats` (``times``: its start and the contract's end), the next
     round.  ``edges_before``: the round's edges at its start, when not ``st.edges_left`` (the local
-    contraction counts them after dropping self-loops)."""
+    contraction counts them after dropping self-loops); ``ranges``: those its component ids were cut into."""
     c, key, rnd = run.client, run.builder.key, st.rnd
     with Batch(c) as b:
         edges = [b.submit(ranged.edges_in, m, key=key("count", rnd, i), **run.pins[i]) for i, m in enumerate(mapped)]
@@ -25,6 +25,6 @@ def end_round(run, st, mode, times, components, mapped, found, edges_before=None
         round=rnd, mode=mode, components_before=components[0], components_after=components[1],
         edges_before=edges_before, edges_after=st.edges_left, forest_edges=n_forest,
         phase_seconds={"contract": t_contract - t0, "filter-edges": t_end - t_contract},
-        wall_seconds=t_end - t0, tasks=0))
+        wall_seconds=t_end - t0, tasks=0, ranges=ranges))
     run.events.publish("round", **run.stats.rounds[-1].to_dict())
     st.rnd += 1
