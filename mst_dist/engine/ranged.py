@@ -55,24 +55,50 @@ class RangeCandidates(NamedTuple):
 
 
 class RangeParents(NamedTuple):
-    """One range's parent pointers: ``parent[c - lo]`` (``-1``: finished, no edge left)."""
+    """One range's parent pointers: ``parent[c - lo]`` (``-1``: finished, no edge left).
+
+    Sparse where a round's candidates touch few of the range's components (``ids``: those present,
+    sorted; ``parent``, ``done`` over them; every other component of ``[lo, hi)`` is finished): a
+    streaming pass's first round touches at most two components an edge of its slice, however many are
+    live, and no array over the whole range is then made.
+    """
 
     lo: int
     hi: int
     parent: np.ndarray
     done: np.ndarray | None = None  #: whether ``parent[c - lo]`` is a root (or ``c`` finished)
+    ids: np.ndarray | None = None   #: the components present (sparse), else ``None``: all of ``[lo, hi)``
 
     def pending(self):
         """How many pointers are not at a root yet."""
         return 0 if self.done is None else int(self.done.shape[0] - np.count_nonzero(self.done))
 
+    def comps(self):
+        """The component of each pointer: ``ids``, or ``[lo, hi)``."""
+        return np.arange(self.lo, self.hi) if self.ids is None else self.ids
+
+    def index(self, p):
+        """Where the components ``p`` (sorted, present) are in ``parent``."""
+        return p - self.lo if self.ids is None else vr.positions(self.ids, p)
+
 
 class RangeMap(NamedTuple):
-    """One range's round map: ``labels[c - lo]`` the next round's id, or ``-(F + 1)`` finished as ``F``."""
+    """One range's round map: ``labels[c - lo]`` the next round's id, or ``-(F + 1)`` finished as ``F``.
+
+    Sparse (``ids``, as :class:`RangeParents`): ``labels`` over ``ids``, and each component not present
+    is finished, numbered after ``fin`` in component order among those not present."""
 
     lo: int
     hi: int
     labels: np.ndarray
+    ids: np.ndarray | None = None
+    fin: int = 0
+
+    def at(self, p):
+        """The next id of each of the components ``p`` (sorted, distinct)."""
+        if self.ids is None:
+            return self.labels[p - self.lo]
+        return vr.sparse_values(self.ids, self.labels, self.lo, self.fin, p)
 
 
 class VertexLabels(NamedTuple):
@@ -161,15 +187,23 @@ def hook(cand: RangeCandidates, split_out, *answers):
     lo, hi = cand.lo, cand.hi
     partner_eid = vr.answers_of(split_out, answers)[split_out.at]
     mutual = partner_eid == cand.eid
-    parent = np.full(hi - lo, -1, np.int64)
-    parent[cand.comp - lo] = cand.other
     roots = mutual & (cand.comp < cand.other)
-    parent[cand.comp[roots] - lo] = cand.comp[roots]
     chosen = np.sort(cand.eid[~(mutual & (cand.comp > cand.other))])
     # a root's pointer (to itself) and a finished component's are done; the others are known to point at a
     # root only once its owner says so
+    if SPARSE * cand.comp.shape[0] < hi - lo:  # few present: pointers over them alone
+        parent = np.asarray(cand.other, np.int64).copy()
+        parent[roots] = cand.comp[roots]
+        return RangeParents(lo, hi, parent, roots.copy(), np.asarray(cand.comp, np.int64)), chosen
+    parent = np.full(hi - lo, -1, np.int64)
+    parent[cand.comp - lo] = cand.other
+    parent[cand.comp[roots] - lo] = cand.comp[roots]
     done = (parent < 0) | (parent == np.arange(lo, hi))
     return RangeParents(lo, hi, parent, done), chosen
+
+
+#: A range's pointers are kept over the components present where these are fewer than its width over this
+SPARSE = 4
 
 
 def parents_of(hooked):
@@ -190,7 +224,11 @@ def split_parents(rp: RangeParents, bounds):
 
 def serve_parents(rp: RangeParents, *parts):
     """Each asked component's parent, and whether that parent is a root, in one int64: ``2 parent + done``."""
-    return [2 * rp.parent[p - rp.lo] + rp.done[p - rp.lo] for p in parts]
+    out = []
+    for p in parts:
+        i = rp.index(p)
+        out.append(2 * rp.parent[i] + rp.done[i])
+    return out
 
 
 def jump(rp: RangeParents, split_out, *answers):
@@ -202,7 +240,7 @@ def jump(rp: RangeParents, split_out, *answers):
     new, done = rp.parent.copy(), rp.done.copy()
     new[todo] = at >> 1
     done[todo] = (at & 1).astype(bool)
-    return RangeParents(rp.lo, rp.hi, new, done)
+    return RangeParents(rp.lo, rp.hi, new, done, rp.ids)
 
 
 def pending(rp: RangeParents):
@@ -214,8 +252,8 @@ def pending(rp: RangeParents):
 
 def counts(rp: RangeParents):
     """``(roots, finished)`` of one range."""
-    idx = np.arange(rp.lo, rp.hi)
-    return int(np.count_nonzero(rp.parent == idx)), int(np.count_nonzero(rp.parent < 0))
+    absent = 0 if rp.ids is None else rp.hi - rp.lo - rp.ids.shape[0]
+    return int(np.count_nonzero(rp.parent == rp.comps())), int(np.count_nonzero(rp.parent < 0)) + absent
 
 
 def number(rp: RangeParents, root_offset, finished_offset):
@@ -225,11 +263,12 @@ def number(rp: RangeParents, root_offset, finished_offset):
     Returns the :class:`RangeMap` of the roots and finished ones (the parents
     stay a task output of their own: each output holds one array of the range).
     """
-    idx = np.arange(rp.lo, rp.hi)
-    is_root = rp.parent == idx
-    fin = rp.parent < 0
-    lab = np.full(rp.hi - rp.lo, 0, np.int64)
+    is_root = rp.parent == rp.comps()
+    lab = np.zeros(rp.parent.shape[0], np.int64)
     lab[is_root] = root_offset + np.arange(np.count_nonzero(is_root))
+    if rp.ids is not None:  # sparse: every component present has an edge, the absent ones are the finished
+        return RangeMap(rp.lo, rp.hi, lab, rp.ids, finished_offset)
+    fin = rp.parent < 0
     lab[fin] = -(finished_offset + np.arange(np.count_nonzero(fin)) + 1)
     return RangeMap(rp.lo, rp.hi, lab)
 
@@ -237,23 +276,21 @@ def number(rp: RangeParents, root_offset, finished_offset):
 def split_roots(rp: RangeParents, bounds):
     """Ask the owners of the roots of the components that are not roots for the roots' new ids (``at``:
     each such component's root's index among them, in component order)."""
-    idx = np.arange(rp.lo, rp.hi)
-    return vr.cut_values(rp.parent[(rp.parent >= 0) & (rp.parent != idx)], bounds)
+    return vr.cut_values(rp.parent[(rp.parent >= 0) & (rp.parent != rp.comps())], bounds)
 
 
 def serve_new_ids(m: RangeMap, *parts):
-    return [m.labels[p - m.lo] for p in parts]
+    return [m.at(p) for p in parts]
 
 
 def relabel(rp: RangeParents, split_out, *answers, numbered: RangeMap):
     """The range's round map: every component's new id (its root's), or ``-(F + 1)`` finished."""
     m = numbered
     new = vr.answers_of(split_out, answers)
-    idx = np.arange(rp.lo, rp.hi)
     lab = m.labels.copy()
-    other = (rp.parent >= 0) & (rp.parent != idx)
+    other = (rp.parent >= 0) & (rp.parent != rp.comps())
     lab[other] = new[split_out.at]
-    return RangeMap(rp.lo, rp.hi, lab)
+    return m._replace(labels=lab)
 
 
 # -- filter-edges (and the next round's map, fused) ---------------------------------------
@@ -266,7 +303,10 @@ def split_ends(mapped, bounds):
     return vr.cut_ends(u, v, bounds)
 
 
-def serve_map(m: RangeMap, *parts):
+def serve_map(m, *parts):
+    """The value of each id asked of a :class:`RangeMap` or :class:`VertexLabels`."""
+    if isinstance(m, RangeMap):
+        return [m.at(p) for p in parts]
     return [m.labels[p - m.lo] for p in parts]
 
 

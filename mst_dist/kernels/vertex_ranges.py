@@ -18,11 +18,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from mst_dist.kernels.cpu.ranges import cheapest_rows, first_of_pairs, first_touch, positions, rank
+from mst_dist.kernels.cpu.ranges import cheapest_rows, first_of_pairs, first_touch, positions, rank, sparse_values
 
 __all__ = ["distinct", "narrow", "even_bounds", "owner_of", "split_by_owner", "put_back", "Split", "EndsSplit",
            "cut_sorted", "cut_ends", "cut_values", "ValuesSplit", "answers_of", "sort_edges",
-           "local_ids", "rank", "positions", "cheapest_sorted", "lightest_parallel", "merge_cheapest",
+           "local_ids", "rank", "positions", "sparse_values", "cheapest_sorted", "lightest_parallel", "merge_cheapest",
            "split_candidates", "EMPTY_CANDIDATES"]
 
 

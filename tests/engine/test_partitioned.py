@@ -46,6 +46,18 @@ def test_partitioned_rounds(client2, case):
     check(partitioned(g, client2, ranges=3, partitions=3, local_finish=0, split_every=2), n, src, dst, w)
 
 
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_partitioned_rounds_with_sparse_pointers(client2, case, monkeypatch):
+    """Every range's pointers kept over its components present only (as where a round touches few of
+    them), the absent ones finished: the same forest and labels."""
+    from mst_dist.engine import ranged
+
+    monkeypatch.setattr(ranged, "SPARSE", 0)
+    name, n, src, dst, w = case
+    g = mst_dist.Graph.from_arrays(src, dst, w, n_vertices=n)
+    check(partitioned(g, client2, ranges=3, partitions=3, local_finish=0, split_every=2), n, src, dst, w)
+
+
 @pytest.mark.processes
 @pytest.mark.parametrize("case", [c for c in ALL if c[0] in ("wikipedia", "int64-extremes", "erdos_renyi-1")],
                          ids=lambda c: c[0])

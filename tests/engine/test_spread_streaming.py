@@ -49,6 +49,18 @@ def test_spread_streaming_matches_kruskal(client2, case):
     check(spread(g, client2, partitions=3, local_finish=0, split_every=2), n, src, dst, w)
 
 
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_spread_streaming_with_sparse_pointers(client2, case, monkeypatch):
+    """Every range's pointers kept over the components its round touches only (what a pass's first round
+    does where its slice touches few of the live components): the same forest and labels."""
+    from mst_dist.engine import ranged
+
+    monkeypatch.setattr(ranged, "SPARSE", 0)
+    name, n, src, dst, w = case
+    g = mst_dist.Graph.from_arrays(src, dst, w, n_vertices=n)
+    check(spread(g, client2, partitions=3, local_finish=0, split_every=2), n, src, dst, w)
+
+
 def test_base_case_midway_and_many_ranges(client2):
     """The centralised rounds take over within a pass once few components are left (R-MAT); 6 ranges of 2
     chunks."""
