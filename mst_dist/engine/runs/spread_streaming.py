@@ -48,9 +48,6 @@ class SpreadStreamingRun(SlicedPasses, PartitionedRun):
     streams = True
     State = SpreadStreamState
     slice_edge_bytes = SPREAD_SLICE_BYTES_PER_EDGE
-    #: a third: a pass's first round keeps its pointers over the components the slice touches only (2^27
-    #: vertices, 2^28 edges on 8 workers of 1 GiB: 10 passes instead of 12, the largest worker at 831 MiB)
-    slice_share = 3
     #: an eighth: beside the base case a worker holds its share of the vertex map, the slice and the forest
     #: rows the passes kept (2^27 vertices, 2^28 edges on 8 workers of 1 GiB: with a quarter a worker went
     #: over its memory limit in the third to fifth pass; with an eighth the largest peaked at 921 MiB)

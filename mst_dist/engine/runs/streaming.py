@@ -109,15 +109,11 @@ class SlicedPasses:
 
     #: Worker bytes an edge of a slice while it is solved (the automatic slice's size).
     slice_edge_bytes = SLICE_BYTES_PER_EDGE
-    #: The automatic slice takes ``1 / slice_share`` of the workers' memory.
-    slice_share = 4
 
     def _slice_budget(self):
-        """Most edges one pass keeps: ``mst.slice-edges``, else ``1 / slice_share`` of the workers' memory."""
+        """Most edges one pass keeps: ``mst.slice-edges``, else a quarter of the workers' memory."""
         se = self.spec.slice_edges
-        if se != "auto":
-            return int(se)
-        return slice_budget(self.cluster.total_memory, self.slice_edge_bytes, self.slice_share)
+        return slice_budget(self.cluster.total_memory, self.slice_edge_bytes) if se == "auto" else int(se)
 
     def _next_threshold(self, sample, st, lo, n_live, k):
         """The upper end of the next pass's slice (``None``: the rest of the order).
