@@ -58,9 +58,9 @@ class RangeParents(NamedTuple):
     """One range's parent pointers: ``parent[c - lo]`` (``-1``: finished, no edge left).
 
     Sparse where a round's candidates touch few of the range's components (``ids``: those present,
-    sorted; ``parent``, ``done`` over them; every other component of ``[lo, hi)`` is finished): a
-    streaming pass's first round touches at most two components an edge of its slice, however many are
-    live, and no array over the whole range is then made.
+    sorted, each with an edge; ``parent``, ``done`` over them; every other component of ``[lo, hi)`` is
+    finished): a streaming pass's first round touches at most two components an edge of its slice,
+    however many are live, and no array over the whole range is then made.
     """
 
     lo: int
@@ -176,6 +176,11 @@ def serve_edge_ids(cand: RangeCandidates, *parts):
     return [cand.eid[vr.positions(cand.comp, p)] for p in parts]
 
 
+#: A range's pointers are kept over its components present (those with a candidate) where these are fewer
+#: than ``1 / SPARSE`` of the range
+SPARSE = 4
+
+
 def hook(cand: RangeCandidates, split_out, *answers):
     """Parents and forest edges of one range.
 
@@ -200,10 +205,6 @@ def hook(cand: RangeCandidates, split_out, *answers):
     parent[cand.comp[roots] - lo] = cand.comp[roots]
     done = (parent < 0) | (parent == np.arange(lo, hi))
     return RangeParents(lo, hi, parent, done), chosen
-
-
-#: A range's pointers are kept over the components present where these are fewer than its width over this
-SPARSE = 4
 
 
 def parents_of(hooked):
