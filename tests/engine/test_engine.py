@@ -248,7 +248,10 @@ def test_output_dataset_written_by_the_workers(client2, tmp_path, stream, source
 
 
 def test_output_dataset_absent_after_a_failure(client, tmp_path, monkeypatch):
-    """A part that fails to write leaves no dataset (and no temporary directory) behind."""
+    """A part that fails to write leaves no dataset (and no temporary directory) behind, even where the
+    other parts are still being written when it fails."""
+    import time
+
     from mst_dist.io import writers
 
     real = writers.write_forest_part
@@ -256,10 +259,12 @@ def test_output_dataset_absent_after_a_failure(client, tmp_path, monkeypatch):
     def flaky(path, *parts):
         if path.endswith("part.00001.parquet"):
             raise OSError("disk full (simulated)")
+        time.sleep(0.5)  # the other parts end after the failure
         return real(path, *parts)
 
     monkeypatch.setattr(writers, "write_forest_part", flaky)
     g = mst_dist.generate("erdos_renyi", n=300, m=3000, seed=2)
     with pytest.raises(OSError, match="disk full"):
         mst_dist.minimum_spanning_forest(g, client, partitions=3, stream="always", output=tmp_path / "f")
+    time.sleep(1.0)  # a part still being written would have landed by now
     assert os.listdir(tmp_path) == []

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import operator
 
+from mst_dist.engine.runs.solver import wait_on
 from mst_dist.io import urls, writers
 
 #: Vertices per part of a labels dataset.
@@ -25,8 +26,16 @@ def write_forest(client, builder, path, parts, rnd=0, storage_options=None):
         futs = [client.submit(writers.write_forest_part, urls.join(tmp, writers.DATASET_PART.format(i)), *p,
                               key=builder.key("write-forest", rnd, i), pure=False)
                 for i, p in enumerate(parts)]
-        done = client.gather(futs)
+        done = written(client, futs)
     return sum(n for n, _ in done), sum(t for _, t in done) if done else 0
+
+
+def written(client, futures):
+    """The results of a dataset's write tasks, once every one has ended: where one fails, the others have
+    stopped writing into the dataset's temporary directory before it is removed (``gather`` alone raises
+    at the first failure, while the others may still be writing)."""
+    wait_on(client, futures)
+    return client.gather(futures)
 
 
 def write_labels(client, builder, path, lab_f, n, storage_options=None):
@@ -37,7 +46,7 @@ def write_labels(client, builder, path, lab_f, n, storage_options=None):
     labels = client.submit(operator.getitem, lab_f, 0, key=builder.key("labels-array", 0))
     step = max(1, min(n, LABELS_PART_VERTICES))
     with writers.dataset_dir(path, storage_options) as tmp:
-        client.gather([client.submit(writers.write_labels_part, urls.join(tmp, writers.DATASET_PART.format(j)),
-                                     labels, a, min(n, a + step), key=builder.key("write-labels", 0, j), pure=False)
-                       for j, a in enumerate(range(0, max(n, 1), step))])
+        written(client, [client.submit(writers.write_labels_part, urls.join(tmp, writers.DATASET_PART.format(j)),
+                                       labels, a, min(n, a + step), key=builder.key("write-labels", 0, j), pure=False)
+                         for j, a in enumerate(range(0, max(n, 1), step))])
     return client.submit(operator.getitem, lab_f, 1, key=builder.key("labels-count", 0)).result()

@@ -36,6 +36,7 @@ from mst_dist.engine.records import ChunkStats, RoundRecord
 from mst_dist.engine.runs.base import ForestOut
 from mst_dist.engine.runs.kept import KeptForest, keep_frames
 from mst_dist.engine.runs.local_first import contract_locally
+from mst_dist.engine.runs.outputs import written
 from mst_dist.engine.runs.round_end import end_round
 from mst_dist.engine.runs.resident import ResidentRun, rows_from_arrays
 from mst_dist.engine.runs.solver import Solver, wait_on
@@ -56,6 +57,9 @@ class PartitionedRun(ResidentRun):
     def plan(self):
         super().plan()
         spec, cl = self.spec, self.cluster
+        # how many ranges a round's components are cut into (each range is a handful of tasks in every exchange)
+        self.ranges_for = functools.partial(round_ranges, spec.vertex_ranges, cl.threads, cl.min_memory,
+                                            len(self.ranges))
         self.n_ranges = self.ranges_for(self.g.n_vertices)  # the vertices' (and the first round's) ranges
         # what one worker holds comfortably: a share of the smallest one's memory
         self.vertex_fits = cl.min_memory // self.base_share // VERTEX_BYTES
@@ -65,13 +69,6 @@ class PartitionedRun(ResidentRun):
         self.chunk_bounds = np.array([r.offset for r in self.ranges] + [self.g.n_edges], np.int64)
         self.stats.vertex_partition = {"ranges": self.n_ranges, "base_components": self.vertex_base}
         self._sub = itertools.count()
-
-    def ranges_for(self, count):
-        """How many ranges ``count`` component ids are cut into: ``mst.vertex-ranges`` where set, else
-        :func:`default_ranges` of ``count``, so that a round's ranges (each a handful of tasks in every
-        exchange) follow its components down."""
-        cl = self.cluster
-        return self.spec.vertex_ranges or default_ranges(count, cl.threads, cl.min_memory, len(self.ranges))
 
     def _key(self, phase, rnd):
         sub = next(self._sub)
@@ -341,9 +338,9 @@ class PartitionedRun(ResidentRun):
         c = self.client
         if self.spec.labels_output is not None:
             with writers.dataset_dir(self.spec.labels_output, self.spec.storage_options) as tmp:
-                c.gather([c.submit(ranged.write_labels_range, urls.join(tmp, writers.DATASET_PART.format(j)), vl,
-                                   key=self.builder.key("write-labels", 0, j), pure=False)
-                          for j, vl in enumerate(lab_f)])
+                written(c, [c.submit(ranged.write_labels_range, urls.join(tmp, writers.DATASET_PART.format(j)), vl,
+                                     key=self.builder.key("write-labels", 0, j), pure=False)
+                            for j, vl in enumerate(lab_f)])
             return None, self.n_components
         parts = c.gather([c.submit(ranged.labels_array, vl, key=self.builder.key("labels-array", 0, j))
                           for j, vl in enumerate(lab_f)])
@@ -371,8 +368,14 @@ def default_ranges(n, threads, min_memory, chunks):
     return max(2, threads, -(-VERTEX_BYTES * RANGE_SHARE * int(n) // int(min_memory)))
 
 
+def round_ranges(fixed, threads, min_memory, chunks, count):
+    """How many ranges ``count`` component ids are cut into: ``fixed`` (``mst.vertex-ranges``) where set,
+    else :func:`default_ranges` of ``count``, so that the rounds' ranges follow their components down."""
+    return fixed or default_ranges(count, threads, min_memory, chunks)
+
+
 def next_bounds(run, n):
-    """The ranges ``n`` components are cut into for a partitioned round (:meth:`PartitionedRun.ranges_for`);
+    """The ranges ``n`` components are cut into for a partitioned round (:func:`round_ranges`);
     ``None`` where they are few enough (``mst.vertex-base``) for the centralised rounds."""
     return even_bounds(n, run.ranges_for(n)) if n > run.vertex_base else None
 
