@@ -176,11 +176,6 @@ def serve_edge_ids(cand: RangeCandidates, *parts):
     return [cand.eid[vr.positions(cand.comp, p)] for p in parts]
 
 
-#: A range's pointers are kept over its components present (those with a candidate) where these are fewer
-#: than ``1 / SPARSE`` of the range
-SPARSE = 4
-
-
 def hook(cand: RangeCandidates, split_out, *answers):
     """Parents and forest edges of one range.
 
@@ -196,7 +191,7 @@ def hook(cand: RangeCandidates, split_out, *answers):
     chosen = np.sort(cand.eid[~(mutual & (cand.comp > cand.other))])
     # a root's pointer (to itself) and a finished component's are done; the others are known to point at a
     # root only once its owner says so
-    if SPARSE * cand.comp.shape[0] < hi - lo:  # few present: pointers over them alone
+    if vr.few(cand.comp.shape[0], hi - lo):  # pointers over the components present alone
         parent = np.asarray(cand.other, np.int64).copy()
         parent[roots] = cand.comp[roots]
         return RangeParents(lo, hi, parent, roots.copy(), np.asarray(cand.comp, np.int64)), chosen
@@ -280,10 +275,6 @@ def split_roots(rp: RangeParents, bounds):
     return vr.cut_values(rp.parent[(rp.parent >= 0) & (rp.parent != rp.comps())], bounds)
 
 
-def serve_new_ids(m: RangeMap, *parts):
-    return [m.at(p) for p in parts]
-
-
 def relabel(rp: RangeParents, split_out, *answers, numbered: RangeMap):
     """The range's round map: every component's new id (its root's), or ``-(F + 1)`` finished."""
     m = numbered
@@ -309,6 +300,10 @@ def serve_map(m, *parts):
     if isinstance(m, RangeMap):
         return [m.at(p) for p in parts]
     return [m.labels[p - m.lo] for p in parts]
+
+
+#: the roots' new ids, asked of their owners' numbered maps
+serve_new_ids = serve_map
 
 
 def filter_block(mapped, split_out, *answers, n_next, next_bounds, chosen_bundles, chosen_at):

@@ -21,8 +21,8 @@ import numpy as np
 from mst_dist.kernels.cpu.ranges import cheapest_rows, first_of_pairs, first_touch, positions, rank, sparse_values
 
 __all__ = ["distinct", "narrow", "even_bounds", "owner_of", "split_by_owner", "put_back", "Split", "EndsSplit",
-           "cut_sorted", "cut_ends", "cut_values", "ValuesSplit", "answers_of", "sort_edges",
-           "local_ids", "rank", "positions", "sparse_values", "cheapest_sorted", "lightest_parallel", "merge_cheapest",
+           "cut_sorted", "cut_ends", "cut_values", "ValuesSplit", "answers_of", "sort_edges", "local_ids", "rank",
+           "positions", "sparse_values", "SPARSE", "few", "cheapest_sorted", "lightest_parallel", "merge_cheapest",
            "split_candidates", "EMPTY_CANDIDATES"]
 
 
@@ -223,6 +223,16 @@ def lightest_parallel(lu, lv, k):
     return first_of_pairs(lu, lv, k)
 
 
+#: A range's state is kept over the components present where they are fewer than ``1 / SPARSE`` of the range
+SPARSE = 4
+
+
+def few(present, width):
+    """Whether ``present`` components of a range ``width`` wide are few enough (:data:`SPARSE`) that state
+    over them alone beats state over the range."""
+    return SPARSE * present < width
+
+
 def merge_cheapest(lo, hi, *tables):
     """Candidate tables of components in ``[lo, hi)`` combined: the cheapest row of each (associative,
     commutative).  Scratch of ``hi - lo`` entries (one range's share, as its owner holds), or, where the
@@ -234,7 +244,7 @@ def merge_cheapest(lo, hi, *tables):
     if len(tables) == 1:
         return tables[0]
     comp, key, eid, other = (np.concatenate([t[j] for t in tables]) for j in range(4))
-    if 4 * comp.shape[0] < hi - lo:
+    if few(comp.shape[0], hi - lo):
         ids, slot = rank(comp)
         row = cheapest_rows(slot, key, eid, ids.shape[0])
     else:

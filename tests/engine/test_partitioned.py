@@ -50,9 +50,9 @@ def test_partitioned_rounds(client2, case):
 def test_partitioned_rounds_with_sparse_pointers(client2, case, monkeypatch):
     """Every range's pointers kept over its components present only (as where a round touches few of
     them), the absent ones finished: the same forest and labels."""
-    from mst_dist.engine import ranged
+    from mst_dist.kernels import vertex_ranges
 
-    monkeypatch.setattr(ranged, "SPARSE", 0)
+    monkeypatch.setattr(vertex_ranges, "SPARSE", 0)
     name, n, src, dst, w = case
     g = mst_dist.Graph.from_arrays(src, dst, w, n_vertices=n)
     check(partitioned(g, client2, ranges=3, partitions=3, local_finish=0, split_every=2), n, src, dst, w)

@@ -53,9 +53,9 @@ def test_spread_streaming_matches_kruskal(client2, case):
 def test_spread_streaming_with_sparse_pointers(client2, case, monkeypatch):
     """Every range's pointers kept over the components its round touches only (what a pass's first round
     does where its slice touches few of the live components): the same forest and labels."""
-    from mst_dist.engine import ranged
+    from mst_dist.kernels import vertex_ranges
 
-    monkeypatch.setattr(ranged, "SPARSE", 0)
+    monkeypatch.setattr(vertex_ranges, "SPARSE", 0)
     name, n, src, dst, w = case
     g = mst_dist.Graph.from_arrays(src, dst, w, n_vertices=n)
     check(spread(g, client2, partitions=3, local_finish=0, split_every=2), n, src, dst, w)

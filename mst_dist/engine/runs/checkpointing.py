@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 
 from mst_dist.engine import checkpoint
+from mst_dist.engine.runs.outputs import written
 from mst_dist.engine.keys import task_key
 
 logger = logging.getLogger("mst_dist")
@@ -96,13 +97,13 @@ class RunCheckpoint:
         with self.store.saving(mode="partitioned", round=st.rnd, components=st.n_comp, edges_left=st.edges_left,
                                complete=st.n_comp == 0, finished=finished, vertex_ranges=len(labels),
                                chunk_bounds=[int(b) for b in chunk_bounds]) as tmp:
-            written = [c.submit(checkpoint.write_labels_part, tmp, r, vl, pure=False, priority=CHECKPOINT_PRIORITY,
-                                key=self._key("checkpoint-labels", st.rnd, f"{self.store.saves}.{r}"))
-                       for r, vl in enumerate(labels)]
-            written += [c.submit(checkpoint.write_forest_part, tmp, j, m, pure=False, priority=CHECKPOINT_PRIORITY,
-                                 key=self._key("checkpoint-forest", st.rnd, f"{self.store.saves}.{j}"), **pins[j])
-                        for j, m in enumerate(mapped)]
-            c.gather(written)
+            writes = [c.submit(checkpoint.write_labels_part, tmp, r, vl, pure=False, priority=CHECKPOINT_PRIORITY,
+                               key=self._key("checkpoint-labels", st.rnd, f"{self.store.saves}.{r}"))
+                      for r, vl in enumerate(labels)]
+            writes += [c.submit(checkpoint.write_forest_part, tmp, j, m, pure=False, priority=CHECKPOINT_PRIORITY,
+                                key=self._key("checkpoint-forest", st.rnd, f"{self.store.saves}.{j}"), **pins[j])
+                       for j, m in enumerate(mapped)]
+            written(c, writes)
 
     def resume_parts(self, vertex_bounds, chunk_bounds):
         """The saved labels (one future per range of ``vertex_bounds``) and each chunk's saved forest ids."""
@@ -150,14 +151,14 @@ class RunCheckpoint:
         with self.store.saving(mode="spread-stream", round=st.rnd, passes=k, components=n_live,
                                threshold=None if hi is None else list(hi), complete=hi is None, rows=True,
                                vertex_ranges=len(labels), chunk_bounds=[int(b) for b in chunk_bounds]) as tmp:
-            written = [c.submit(checkpoint.write_labels_part, tmp, r, vl, pure=False, priority=CHECKPOINT_PRIORITY,
-                                key=self._key("checkpoint-labels", k, f"{self.store.saves}.{r}"))
-                       for r, vl in enumerate(labels)]
-            written += [c.submit(checkpoint.write_chunk_part, tmp, j, f, *st.rows.get(j, []), pure=False,
-                                 priority=CHECKPOINT_PRIORITY, **pins[j],
-                                 key=self._key("checkpoint-chunk", k, f"{self.store.saves}.{j}"))
-                        for j, f in enumerate(forest)]
-            c.gather(written)
+            writes = [c.submit(checkpoint.write_labels_part, tmp, r, vl, pure=False, priority=CHECKPOINT_PRIORITY,
+                               key=self._key("checkpoint-labels", k, f"{self.store.saves}.{r}"))
+                      for r, vl in enumerate(labels)]
+            writes += [c.submit(checkpoint.write_chunk_part, tmp, j, f, *st.rows.get(j, []), pure=False,
+                                priority=CHECKPOINT_PRIORITY, **pins[j],
+                                key=self._key("checkpoint-chunk", k, f"{self.store.saves}.{j}"))
+                       for j, f in enumerate(forest)]
+            written(c, writes)
 
     def resume_spread(self, vertex_bounds, chunk_bounds, n_vertices):
         """The saved labels (one future per range of ``vertex_bounds``), and each chunk's saved forest ids

@@ -31,9 +31,9 @@ def write_forest(client, builder, path, parts, rnd=0, storage_options=None):
 
 
 def written(client, futures):
-    """The results of a dataset's write tasks, once every one has ended: where one fails, the others have
-    stopped writing into the dataset's temporary directory before it is removed (``gather`` alone raises
-    at the first failure, while the others may still be writing)."""
+    """The results of the write tasks of a dataset (or a checkpoint's state), once every one has ended:
+    where one fails, the others have stopped writing into its temporary directory before it is removed
+    (``gather`` alone raises at the first failure, while the others may still be writing)."""
     wait_on(client, futures)
     return client.gather(futures)
 
