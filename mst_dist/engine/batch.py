@@ -14,7 +14,8 @@ both ways on 2 in-process workers (see docs/benchmarks.md).
 
 The futures handed back name keys the scheduler does not know until the
 flush: use a batch as a context manager (it flushes on leaving) and wait on
-nothing it handed back inside it.  With a Dask older than its task
+nothing it handed back inside it.  The futures a task takes are held until
+the flush too: a caller may let them go once submitted.  With a Dask older than its task
 specification (``dask._task_spec``, Dask 2025.1), each call is a plain
 ``submit``.
 """
@@ -24,6 +25,7 @@ import uuid
 
 from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 from distributed import Future
+from distributed.client import futures_of
 
 try:
     from dask._task_spec import Task, parse_input
@@ -52,6 +54,9 @@ class Batch:
         self._where[key] = (tuple(workers or ()), bool(allow_other_workers and workers))
         fut = Future(key, self.client)
         self._handles.append(fut)  # holds the key until the graph is sent
+        # and the futures it takes: a caller may let them go before the flush (``parts = [b.submit(f, *parts)]``),
+        # and the scheduler must not forget them before the graph that needs them comes
+        self._handles.extend(futures_of((args, kwargs)))
         return fut
 
     def flush(self):

@@ -50,3 +50,22 @@ def test_a_task_error_reaches_the_future(client2):
         after = b.submit(operator.add, bad, 1, key="mst-test-batch-after")
     with pytest.raises(ZeroDivisionError):
         after.result()
+
+
+def test_what_a_task_takes_is_held_until_the_graph_is_sent(client2):
+    """A caller may let go of a task's argument once it is submitted to a batch (``parts = [b.submit(f,
+    *parts)]``): the scheduler keeps it until the graph that needs it comes, however late the flush."""
+    import time
+
+    dep = client2.submit(operator.mul, 6, 7, key="mst-test-batch-dep")
+    assert dep.result() == 42
+    b = Batch(client2)
+    parts = [dep]
+    parts = [b.submit(operator.add, *parts, 1, key="mst-test-batch-dependent")]
+    del dep
+    deadline = time.monotonic() + 2  # the client's release of the argument (had it let go) reaches the scheduler
+    while time.monotonic() < deadline and client2.run_on_scheduler(
+            lambda dask_scheduler: "mst-test-batch-dep" in dask_scheduler.tasks):
+        time.sleep(0.05)
+    b.flush()
+    assert parts[0].result() == 43
