@@ -21,10 +21,8 @@ what the rest of the run needs, in ``DIR``:
     chunk is; no array over all vertices or all forest edges is built;
 ``state-<n>/rows-<j>-edge_id.npy``, ... (spread streaming)
     a streaming run whose vertex map is cut into ranges: its labels and
-    forest ids as a partitioned run cuts them (the labels are pointers: each
-    vertex points at a vertex of its component, a root at itself), and each
-    edge chunk's forest rows beside its forest ids, written where the chunk's
-    last pass left them;
+    forest ids as a partitioned run cuts them, and each edge chunk's forest
+    rows beside its forest ids, written where the chunk's last pass left them;
 ``manifest.json``
     written last (a :class:`Manifest`): the fingerprint of the graph and of
     the engine options, the state directory, the rounds done, the
@@ -88,7 +86,7 @@ __all__ = ["Checkpoint", "CheckpointMismatchError", "Manifest", "graph_fingerpri
 #: The manifest's file name in a checkpoint directory.
 MANIFEST = "manifest.json"
 _FORMAT = "mst-dist checkpoint"
-_VERSION = 2
+_VERSION = 1
 _ROWS = ("edge_id", "src", "dst", "weight")
 
 

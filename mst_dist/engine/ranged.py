@@ -299,8 +299,6 @@ def serve_map(m, *parts):
     """The value of each id asked of a :class:`RangeMap` or :class:`VertexLabels`."""
     if isinstance(m, RangeMap):
         return [m.at(p) for p in parts]
-    if isinstance(m, Chase):  # a range of vertices' pointers as they are followed
-        return [m.ptr[p - m.of[0]] for p in parts]
     return [m.labels[p - m.lo] for p in parts]
 
 
@@ -322,14 +320,7 @@ def filter_block(mapped, split_out, *answers, n_next, next_bounds, chosen_bundle
     block = mapped[0]
     new = vr.answers_of(split_out, answers)  # the new id of each of the split's ids
     _, _, key, eid = block.chunk.edges()
-    # each end's index into the split's ids, from its one sort
-    return _relabelled(block.chunk.packing, block.forest, key, eid, new, split_out.lu, split_out.lv, chosen_parts,
-                       n_next, next_bounds)
-
-
-def _relabelled(packing, forest, key, eid, new, pu, pv, chosen_parts, n_next, next_bounds):
-    """:func:`filter_block` given the edges' ``key``, ``eid`` and each end's new id ``new[pu]``, ``new[pv]``
-    (with the chunk's ``packing`` and ``forest`` so far)."""
+    pu, pv = split_out.lu, split_out.lv  # each end's index into the split's ids, from its one sort
     # the next round's ids touched here, sorted, and each old id's index among them
     nids, at = vr.rank(new)
     lu, lv = at[pu], at[pv]
@@ -339,8 +330,8 @@ def _relabelled(packing, forest, key, eid, new, pu, pv, chosen_parts, n_next, ne
         lightest = vr.lightest_parallel(lu, lv, nids.shape[0])
         keep, lu, lv = keep[lightest], lu[lightest], lv[lightest]
     nu, nv, key, eid = nids[lu], nids[lv], key[keep], eid[keep]
-    chunk = Chunk(_compact(nu, n_next), _compact(nv, n_next), key, eid, packing=packing)
-    forest = list(forest) + [p for p in chosen_parts if p.shape[0]]
+    chunk = Chunk(_compact(nu, n_next), _compact(nv, n_next), key, eid, packing=block.chunk.packing)
+    forest = list(block.forest) + [p for p in chosen_parts if p.shape[0]]
     parts = None
     if next_bounds is not None:
         parts = vr.split_candidates(vr.cheapest_sorted(nids, lu, lv, nu, nv, key, eid), next_bounds)
@@ -486,174 +477,27 @@ def base_map(n_vertices, *maps):
     return RangeMap(0, int(final.shape[0]), final)
 
 
-# -- a partitioned streaming run: the vertex map as pointers to each component's smallest vertex ------
-#
-# Between passes every vertex points at a vertex of its component (``labels[v] <= v``); a root points at
-# itself and is its component's smallest vertex.  A pass follows the pointers of only the ends of its
-# slice's edges, numbers the roots they reach ``0..T-1`` (range by range, in vertex order), solves the
-# slice over those ``T`` ids, and points each root it merged at the merged component's smallest root:
-# no pass works on every vertex, and the ids never change meaning between passes.
-
-
-class Chase(NamedTuple):
-    """Pointers followed to their roots: ``ptr`` (int64), ``pending`` (the indices of those not known to be at
-    a root yet) and what they belong to: ``of`` -- a pass's chunk ``(Block, EndsSplit of its ends)``, the
-    pointers one per distinct end; or ``(lo, hi)``, a range of vertices, the pointers its labels."""
-
-    ptr: np.ndarray
-    pending: np.ndarray
-    of: tuple
-
-
-def slice_chase(kept, bounds):
-    """A pass's kept chunk (its slice's edges over the original vertex ids) in the ``(key, eid)`` order,
-    with its distinct ends cut by the ranges of vertices ``bounds`` to follow to their roots."""
-    block, _ = slice_block(kept)
-    u, v, _, _ = block.chunk.edges()
-    ends = vr.cut_ends(u, v, bounds)
-    ids = ends.ids.astype(np.int64)
-    return Chase(ids, _indices(np.arange(ids.shape[0])), (block, ends))
-
-
-def _indices(a):
-    """Indices into one range's or chunk's arrays: int32 where they fit (half the bytes held)."""
-    return a.astype(np.int32) if a.shape[0] and a[-1] <= _I32 else a
-
-
-def vertex_chase(vl: VertexLabels):
-    """A range of vertices' pointers to follow: those not at themselves (not roots)."""
-    ptr = vl.labels.astype(np.int64)
-    return Chase(ptr, _indices(np.flatnonzero(ptr != np.arange(vl.lo, vl.hi))), (vl.lo, vl.hi))
-
-
-def split_chase(c: Chase, bounds):
-    """Ask the owners of the pending pointers' targets for their pointers."""
-    return vr.cut_values(c.ptr[c.pending], bounds)
-
-
-def chase(c: Chase, split_out, *answers):
-    """One step along every pending pointer; those whose target points at itself are at their root."""
-    cur = c.ptr[c.pending]
-    nxt = vr.answers_of(split_out, answers)[split_out.at]
-    ptr = c.ptr.copy()
-    ptr[c.pending] = nxt
-    return c._replace(ptr=ptr, pending=c.pending[nxt != cur])
-
-
-def chasing(c: Chase):
-    return int(c.pending.shape[0])
-
-
-class Joining(NamedTuple):
-    """A pass's chunk with its ends at their roots: only its edges between two roots (``key``, ``eid``, in
-    the ``(key, eid)`` order) and those roots cut by the ranges of vertices (``split``: the edges' ``u``
-    roots, then their ``v`` roots)."""
-
-    key: np.ndarray
-    eid: np.ndarray
-    packing: object
-    split: vr.ValuesSplit
-
-
-def joining(c: Chase, bounds):
-    """The edges of a chunk whose ends have different roots, and the roots they touch cut by range."""
-    block, ends = c.of
-    ru, rv = c.ptr[ends.lu], c.ptr[ends.lv]
-    join = np.flatnonzero(ru != rv)
-    _, _, key, eid = block.chunk.edges()
-    return Joining(key[join], eid[join], block.chunk.packing,
-                   vr.cut_values(np.concatenate([ru[join], rv[join]]), bounds))
-
-
-def joining_split(j: Joining):
-    return j.split
-
-
-def touched_part(r, *joins):
-    """The roots of range ``r`` some chunks (those of one worker) touch, sorted and distinct."""
-    parts = [j.split.part(r) for j in joins]
-    return vr.distinct(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
-
-
-def touched(*parts):
-    """A range's roots the pass's chunks touch, sorted and distinct, as int64."""
-    return vr.distinct(np.concatenate(parts)).astype(np.int64) if parts else np.zeros(0, np.int64)
-
-
-def pass_ids(roots, lo, hi, offset):
-    """The pass's ids of a range ``[lo, hi)``'s touched roots: ``offset`` on, in vertex order (a sparse
-    :class:`RangeMap`: only touched roots are asked)."""
-    return RangeMap(lo, hi, offset + np.arange(roots.shape[0], dtype=np.int64), ids=roots)
-
-
-def pass_block(j: Joining, split_out, *answers, n_next, next_bounds):
-    """A pass's chunk over the pass's ids (those of its edges' roots), edges inside a component dropped,
-    mapped for the first round (as :func:`filter_block`)."""
-    ids = vr.answers_of(split_out, answers)[split_out.at]  # each joining edge's u, then v, as a pass id
-    m = j.eid.shape[0]
-    pos = np.arange(m)
-    return _relabelled(j.packing, [], j.key, j.eid, ids, pos, pos + m, [], n_next, next_bounds)
-
-
-def first_roots(vl: VertexLabels, split_out, *answers, roots):
-    """:func:`firsts` with, for each component a range of pass ids numbers first, its smallest root
-    (``roots``: the range's roots, in the order of its pass ids): ``(components, their smallest roots)``."""
-    first = vr.answers_of(split_out, answers, dtype=bool)
-    at = vr.first_touch(split_out.at, split_out.at, split_out.ids.shape[0])[first]
-    return split_out.ids[first].astype(np.int64), roots[at]
-
-
-def smallest_parts(f, bounds):
-    """The smallest roots a range of pass ids gives its first-seen components, sorted by component and cut by
-    their owners (``bounds``)."""
-    comp, root = f
-    order = np.argsort(comp, kind="stable")
-    comp, root = comp[order], root[order]
-    return Numbered(comp, root, np.searchsorted(comp, bounds))
-
-
-def repoint(_pass_labels, split_out, *answers, vertex_labels: VertexLabels, roots):
-    """A range of vertices after a pass: each root it merged points at its component's smallest root."""
-    new = vr.answers_of(split_out, answers)[split_out.at]
-    lab = vertex_labels.labels.copy()
-    lab[roots - vertex_labels.lo] = new
-    return VertexLabels(vertex_labels.lo, vertex_labels.hi, lab)
-
-
-def roots_count(c: Chase):
-    lo, hi = c.of
-    return int(np.count_nonzero(c.ptr == np.arange(lo, hi)))
-
-
-def root_numbers(c: Chase, offset):
-    """The canonical numbers of a range's roots (components numbered by their smallest vertex, the root):
-    ``offset`` on, in vertex order."""
-    lo, hi = c.of
-    roots = np.flatnonzero(c.ptr == np.arange(lo, hi)) + lo
-    return pass_ids(roots, lo, hi, offset)
-
-
-def split_roots_of(c: Chase, bounds):
-    return vr.cut_values(c.ptr, bounds)
-
-
-def numbered_labels(c: Chase, split_out, *answers):
-    """A range of vertices' canonical labels: its roots' numbers."""
-    lo, hi = c.of
-    return VertexLabels(lo, hi, vr.answers_of(split_out, answers)[split_out.at])
+# -- a partitioned streaming run: each pass relabelled by the owners of the vertex map ----------
 
 
 def slice_block(kept):
     """A pass's kept chunk (the slice's edges over the original vertex ids, self-loops dropped) as a
-    :class:`Block` in the ``(key, eid)`` order."""
+    :class:`Block` in the ``(key, eid)`` order: :func:`filter_block`, given the owners' labels of its
+    ends, relabels it and drops the edges inside a component."""
     u, v, key, eid = vr.sort_edges(*(to_host(a) for a in kept.edges()))
     return Block(Chunk(u, v, key, eid, packing=kept.packing), []), None
 
 
-def joining_rows(rows, j: Joining):
-    """A pass's kept rows of only the edges that join two components (:func:`joining`; the forest's edges
-    are among them)."""
-    return trim_rows(rows, np.sort(j.eid))
+def joining_rows(rows, mapped):
+    """A pass's kept rows of only the edges its relabel (``mapped``, of :func:`filter_block`) kept: those
+    that join two components (the forest's edges are among them)."""
+    return trim_rows(rows, np.sort(mapped[0].chunk.eid))
+
+
+def flip(vl: VertexLabels):
+    """Each ``c`` as ``-(c + 1)`` and back: the components a pass finished (``-(F + 1)``) are the next
+    pass's live ids ``F``."""
+    return VertexLabels(vl.lo, vl.hi, vr.narrow(-vl.labels - 1))
 
 
 def max_finished(vl: VertexLabels):

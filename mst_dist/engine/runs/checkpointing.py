@@ -144,7 +144,7 @@ class RunCheckpoint:
     # -- spread streaming runs: a state per pass, cut as the run holds it -----------------
 
     def save_spread_pass(self, st, k, hi, n_live, *, labels, forest, pins, chunk_bounds):
-        """After pass ``k``: each range's labels (pointers to a vertex of each one's component) written by its owner, each
+        """After pass ``k``: each range's labels (live ids of the next pass) written by its owner, each
         chunk's forest ids (``forest[j]``: a future of them, ascending) and rows (``st.rows``) where the
         chunk's forest is (``pins``), then the manifest."""
         c = self.client

@@ -290,12 +290,8 @@ class PartitionedRun(ResidentRun):
         stats.solve_seconds = time.perf_counter() - st.t_solve
         self._t_finish = time.perf_counter()
         self.events.emit(round=st.rnd, phase="finish", components=0, edges=0)
-        labels, self.n_components = self.final_labels(st)
+        labels, self.n_components = canonical_labels(self, st.rnd, self.labels_parts)
         return self.forest_futs, labels
-
-    def final_labels(self, st):
-        """Every vertex's component, numbered by its smallest vertex: ``(labels per range, components)``."""
-        return canonical_labels(self, st.rnd, self.labels_parts)
 
     def write_forest(self, st, ids_f):
         """The forest's ids per chunk: gathered in chunk order (ascending), or the rows written per chunk."""
@@ -439,25 +435,16 @@ def canonical_labels(run, rnd, parts):
     counts = c.gather([c.submit(ranged.count_firsts, f, key=key("first-count", rnd, j)) for j, f in enumerate(firsts)])
     offsets = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
     fpins = run._range_pins(len(firsts))  # where the exchange left each range's firsts
+    # what one worker's ranges push to owner r: one task per worker and owner, not per range and owner
+    groups, opins = by_worker(fpins), run._range_pins(fb.shape[0] - 1)
     with Batch(c) as b:
         pushed = [b.submit(ranged.numbered_parts, f, int(offsets[j]), fb, key=key("numbered", rnd, j), **fpins[j])
                   for j, f in enumerate(firsts)]
-    kept = keep_pushed(run, "numbered", rnd, pushed, fb)
+        kept = [b.submit(ranged.keep_labels, int(fb[r]), int(fb[r + 1]),
+                         *[b.submit(ranged.numbered_part, r, *[pushed[j] for j in js],
+                                    key=key("numbered-part", rnd, f"{g}.{r}"), **fpins[js[0]])
+                           for g, js in enumerate(groups)], key=key("numbered-kept", rnd, r), **opins[r])
+                for r in range(fb.shape[0] - 1)]
     labels = run._exchange("canonical", rnd, firsts, kept, split=functools.partial(ranged.split_fids, bounds=fb),
                            serve=ranged.serve_map, assemble=ranged.final_labels)
     return labels, int(sum(counts))
-
-
-def keep_pushed(run, phase, rnd, pushed, bounds):
-    """The owners of the ids ``bounds`` cuts keep what each range pushed them (:class:`~mst_dist.engine.ranged.
-    Numbered`, ``pushed[j]`` where range ``j`` is); what one worker's ranges push to an owner goes as one task
-    per worker and owner, not per range and owner.  Futures of each owner's :class:`~mst_dist.engine.ranged.
-    RangeMap`."""
-    key, ppins = run.builder.key, run._range_pins(len(pushed))
-    groups, opins = by_worker(ppins), run._range_pins(bounds.shape[0] - 1)
-    with Batch(run.client) as b:
-        return [b.submit(ranged.keep_labels, int(bounds[r]), int(bounds[r + 1]),
-                         *[b.submit(ranged.numbered_part, r, *[pushed[j] for j in js],
-                                    key=key(f"{phase}-part", rnd, f"{g}.{r}"), **ppins[js[0]])
-                           for g, js in enumerate(groups)], key=key(f"{phase}-kept", rnd, r), **opins[r])
-                for r in range(bounds.shape[0] - 1)]

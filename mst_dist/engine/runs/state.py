@@ -50,13 +50,9 @@ class StreamState(RunState):
 class SpreadStreamState(StreamState):
     """A streaming run whose vertex map is cut into ranges of vertices, each held by its owner."""
 
-    #: per range of vertices: future of its labels, each a pointer to a vertex of the same component (a root,
-    #: its component's smallest vertex, points at itself)
-    labels: list = field(default_factory=list)
+    labels: list = field(default_factory=list)   #: per range of vertices: future of its labels
     forest: dict = field(default_factory=dict)   #: chunk -> its forest ids, one future per pass
     #: the pass's slice, each chunk's mapped for the first round and its rows; the solve takes them (and the
     #: labels) out of the state, so that what a round replaces is let go during the pass, not after it
     slice_mapped: list = field(default_factory=list)
     slice_rows: list = field(default_factory=list)
-    slice_labels: list = field(default_factory=list)  #: per range: its pass ids' labels, each its own at first
-    slice_ids: int = 0                               #: the pass's ids: the roots its slice touches
