@@ -111,10 +111,10 @@ def should_stream(mode, graph, total_memory) -> bool:
     return graph.n_edges * RESIDENT_BYTES_PER_EDGE > total_memory // 2
 
 
-def slice_budget(total_memory, per_edge=SLICE_BYTES_PER_EDGE) -> int:
-    """Most edges one slice of a streaming run may keep: a quarter of the workers' memory at ``per_edge``
-    bytes an edge."""
-    return max(1, int(total_memory) // (4 * per_edge))
+def slice_budget(total_memory, per_edge=SLICE_BYTES_PER_EDGE, share=4) -> int:
+    """Most edges one slice of a streaming run may keep: ``1 / share`` of the workers' memory (a quarter) at
+    ``per_edge`` bytes an edge."""
+    return max(1, int(total_memory) // (share * per_edge))
 
 
 def stream_memory(n_vertices, n_edges, threads, total_memory) -> int:

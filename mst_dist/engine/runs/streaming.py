@@ -107,13 +107,17 @@ class SlicedPasses:
             out.setdefault((i, lo), (i, (lo, min(r.stop, lo + width))))
         return list(out.values())
 
-    #: Worker bytes an edge of a slice while it is solved (the automatic slice's size).
+    #: Worker bytes an edge of a slice while it is solved, and the share of the workers' memory the automatic
+    #: slice takes (``1 / slice_share``).
     slice_edge_bytes = SLICE_BYTES_PER_EDGE
+    slice_share = 4
 
     def _slice_budget(self):
-        """Most edges one pass keeps: ``mst.slice-edges``, else a quarter of the workers' memory."""
+        """Most edges one pass keeps: ``mst.slice-edges``, else what its share of the workers' memory holds."""
         se = self.spec.slice_edges
-        return slice_budget(self.cluster.total_memory, self.slice_edge_bytes) if se == "auto" else int(se)
+        if se != "auto":
+            return int(se)
+        return slice_budget(self.cluster.total_memory, self.slice_edge_bytes, self.slice_share)
 
     def _next_threshold(self, sample, st, lo, n_live, k):
         """The upper end of the next pass's slice (``None``: the rest of the order).
