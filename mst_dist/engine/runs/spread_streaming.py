@@ -49,8 +49,8 @@ class SpreadStreamingRun(SlicedPasses, PartitionedRun):
     State = SpreadStreamState
     slice_edge_bytes = SPREAD_SLICE_BYTES_PER_EDGE
     #: a third of the workers' memory: 2^25 vertices, 2^26 edges on 8 workers of 1 GiB (the base case an eighth
-    #: of a worker) took 3 passes and 162 s with a third, 4 and 183 s with a quarter, 3 and 178 s with a half
-    #: (a half's first round holds twice the edges), the largest worker 757, 753 and 779 MiB
+    #: of a worker) took 3 passes and 159.5 s with a third, 4 and 182.8 s with a quarter, 3 and 177.6 s with a
+    #: half (its first round holds twice the edges), the largest worker 823, 753 and 779 MiB (docs/benchmarks.md)
     slice_share = 3
     #: an eighth: beside the base case a worker holds its share of the vertex map, the slice and the forest
     #: rows the passes kept (2^27 vertices, 2^28 edges on 8 workers of 1 GiB: with a quarter a worker went
