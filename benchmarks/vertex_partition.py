@@ -183,6 +183,84 @@ class WorkerPeaks:
         return max(self.peaks.values(), default=0)
 
 
+def _task_cpu(dask_scheduler):
+    """Dask's own meter of the CPU each task prefix's function used on its worker thread (seconds)."""
+    return {k[1]: v for k, v in dask_scheduler.cumulative_worker_metrics.items()
+            if len(k) == 4 and k[0] == "execute" and k[2:] == ("thread-cpu", "seconds")}
+
+
+async def _heartbeat(dask_worker):
+    await dask_worker.heartbeat()
+
+
+def _faults(pid):
+    """Minor page faults of a process so far (Linux's ``/proc``; 0 elsewhere)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[7])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+class CpuUse:
+    """Where a run's CPU goes: user and system seconds and minor page faults of this process and of every
+    process under it (the workers, their nannies, a scheduler started apart) between ``__enter__`` and
+    ``__exit__``, and the CPU the tasks' functions used on the workers' threads (Dask's fine performance
+    metrics), the rest of the workers' being Dask's own (transfers, serialisation, the event loop)."""
+
+    def __init__(self, client=None, scheduler_pid=None):
+        import psutil
+
+        self._me, self.client, self.scheduler_pid = psutil.Process(), client, scheduler_pid
+
+    def _snapshot(self):
+        import psutil
+
+        out = {}
+        for p in [self._me, *self._me.children(recursive=True)]:
+            try:
+                t = p.cpu_times()
+                out[p.pid] = (t.user, t.system, _faults(p.pid))
+            except psutil.Error:
+                pass
+        return out
+
+    def __enter__(self):
+        self._tasks0 = self.client.run_on_scheduler(_task_cpu) if self.client is not None else {}
+        self._t0, self._s0 = time.perf_counter(), self._snapshot()
+        return self
+
+    def __exit__(self, *exc):
+        self.wall, s1 = time.perf_counter() - self._t0, self._snapshot()
+        tasks = {}
+        if self.client is not None:
+            self.client.run(_heartbeat)  # the workers' meters reach the scheduler with their heartbeats
+            tasks = self.client.run_on_scheduler(_task_cpu)
+        self.tasks = {k: v - self._tasks0.get(k, 0.0) for k, v in tasks.items() if k.startswith("mst-")}
+        self.parts = {}
+        for pid, (u, s, f) in s1.items():
+            u0, s0, f0 = self._s0.get(pid, (0.0, 0.0, 0))
+            who = "this process" if pid == self._me.pid else "scheduler" if pid == self.scheduler_pid else "workers"
+            part = self.parts.setdefault(who, {"user": 0.0, "system": 0.0, "minor_faults": 0})
+            part["user"] += u - u0
+            part["system"] += s - s0
+            part["minor_faults"] += f - f0
+
+    def summary(self):
+        """The figures as a dict: seconds per part, the tasks' CPU in all and its largest prefixes."""
+        total = sum(p["user"] + p["system"] for p in self.parts.values())
+        top = sorted(self.tasks.items(), key=lambda kv: -kv[1])[:12]
+        return {"wall": self.wall, "cpu": total, "parts": self.parts, "tasks_cpu": sum(self.tasks.values()),
+                "tasks_by_prefix": dict(top)}
+
+    def line(self):
+        s = self.summary()
+        parts = "; ".join(f"{k} {v['user'] + v['system']:.1f} (user {v['user']:.1f}, system {v['system']:.1f}, "
+                          f"{v['minor_faults'] / 1e6:.1f}M minor page faults)" for k, v in s["parts"].items())
+        tasks = f"; the tasks' functions on the workers {s['tasks_cpu']:.1f}" if self.client is not None else ""
+        return f"CPU {s['cpu']:.1f} core-s in {s['wall']:.1f} s: {parts}{tasks}"
+
+
 def _run(graph, client, mode, chunks, ranges, contract="auto", base=0, **kw):
     import mst_dist
 
@@ -286,11 +364,13 @@ def ceiling(args):
             refused = str(e)
             print(f"vertex_partition='never': refused before work: {refused}", flush=True)
         client.register_plugin(LargestOutput())
-        with WorkerPeaks() as peaks, dask.config.set({"mst.slice-edges": args.slice_edges or "auto"}):
+        spid = cluster.scheduler.pid if args.scheduler_apart else None
+        with WorkerPeaks() as peaks, dask.config.set({"mst.slice-edges": args.slice_edges or "auto"}), \
+                CpuUse(client, spid) as cpu:
             res, seconds = _run(g, client, "always", args.chunks, args.ranges, output=os.path.join(tmp, "forest"),
                                 labels_output=os.path.join(tmp, "labels"), stream=stream, base=args.base)
         lost = len(client.scheduler_info()["workers"]) < args.workers
-        largest, largest_key, _ = client.run_on_scheduler(largest_output)
+        largest, largest_key, tasks = client.run_on_scheduler(largest_output)
         if args.scheduler_apart:
             scheduler = {"pid": cluster.scheduler.pid, "rss_end": cluster.scheduler_rss(),
                          "peak": peaks.peaks.pop(cluster.scheduler.pid, 0)}  # the workers' peaks apart
@@ -305,15 +385,16 @@ def ceiling(args):
     print(f"largest task output {largest / 2**20:.1f} MiB ({largest / args.n:.3f} n bytes): {largest_key}", flush=True)
     if scheduler:
         print(f"the scheduler's process (apart): peak {scheduler['peak'] / 2**20:.0f} MiB", flush=True)
+    print(f"{cpu.line()}; {tasks} tasks", flush=True)
     single = {}
     if not args.no_single:
         from distributed import Client, LocalCluster
 
         with LocalCluster(n_workers=1, threads_per_worker=os.cpu_count(), processes=False,
                           dashboard_address=None) as lc, Client(lc) as c1:
-            t0 = time.perf_counter()
-            ref = mst_dist.minimum_spanning_forest(g, c1, vertex_partition="never")
-            single = {"seconds": time.perf_counter() - t0}
+            with CpuUse() as cpu1:
+                ref = mst_dist.minimum_spanning_forest(g, c1, vertex_partition="never")
+            single = {"seconds": cpu1.wall, "cpu": cpu1.summary()}
         import pyarrow.parquet as pq
 
         ids = read_forest_dataset(os.path.join(tmp, "forest"))[0]
@@ -323,6 +404,8 @@ def ceiling(args):
         assert np.array_equal(labels, ref.labels), "labels differ"
         print(f"single process: {single['seconds']:.1f} s; same forest, components and labels; ratio "
               f"{seconds / single['seconds']:.2f}x", flush=True)
+        print(f"single process: {cpu1.line()}; CPU ratio {cpu.summary()['cpu'] / cpu1.summary()['cpu']:.2f}x",
+              flush=True)
     return {"graph": {"n": args.n, "m": args.m}, "workers": args.workers, "memory": args.memory,
             "streamed": bool(args.stream), "passes": passes, "refused_unspread": refused,
             "worker_peak_bytes": peaks.peak(),
@@ -330,6 +413,7 @@ def ceiling(args):
             "largest_output_bytes": largest, "largest_output_key": largest_key,
             "seconds": seconds, "client_growth_bytes": rss1 - rss0, "workers_lost": lost, "scheduler": scheduler,
             "components": res.n_components, "forest_edges": res.forest_edges, "single": single,
+            "cpu": cpu.summary(), "tasks": tasks,
             "rounds": _rounds(res)}
 
 
@@ -562,6 +646,59 @@ def one_round(args):
             "now": best["now"], "ratio": ratio, "steps": steps, "repeat": args.repeat, "turns": args.turns}
 
 
+def _block(nbytes, seed):
+    """An array of ``nbytes`` (its pages written), as an exchange's bundle is."""
+    return np.full(nbytes // 8, seed, np.int64)
+
+
+def _take(*parts):
+    return sum(int(p.shape[0]) for p in parts)
+
+
+def transport(args):
+    """Dask's own CPU for moving arrays between worker processes, apart from any work on them: in each
+    round every worker makes one array of ``size`` bytes for each other worker and one task on each
+    worker takes the arrays made for it (an all-to-all, one transfer per pair, as an exchange's
+    bundles); the workers' CPU outside the tasks' functions per GiB that crossed, the scheduler's per
+    task."""
+    from dask.utils import format_bytes, parse_bytes
+
+    cluster, client = _cluster(args.workers, args.memory, apart=True)
+    out = []
+    try:
+        workers = sorted(client.scheduler_info()["workers"])
+        P = len(workers)
+        client.run(lambda: None)
+        for size in (parse_bytes(x) for x in args.sizes.split(",")):
+            with CpuUse(client, cluster.scheduler.pid) as cpu:
+                for r in range(args.rounds):
+                    made = [[client.submit(_block, size, i, key=f"mst-tblock-{size}-{r}-{i}-{j}",
+                                           workers=[workers[i]], pure=False) for j in range(P)] for i in range(P)]
+                    took = [client.submit(_take, *[made[i][j] for i in range(P) if i != j],
+                                          key=f"mst-ttake-{size}-{r}-{j}", workers=[workers[j]], pure=False)
+                            for j in range(P)]
+                    assert sum(client.gather(took)) == P * (P - 1) * (size // 8)
+                    made = took = None
+            s = cpu.summary()
+            crossed = args.rounds * P * (P - 1) * size
+            tasks = args.rounds * (P * P + P)
+            w = s["parts"]["workers"]
+            dask_side = w["user"] + w["system"] - s["tasks_cpu"]
+            sched = s["parts"].get("scheduler", {"user": 0.0, "system": 0.0})
+            row = {"size": size, "rounds": args.rounds, "workers": P, "bytes_crossed": crossed, "tasks": tasks,
+                   "wall": s["wall"], "cpu": s, "workers_outside_tasks_per_gib": dask_side / (crossed / 2**30),
+                   "scheduler_ms_per_task": 1e3 * (sched["user"] + sched["system"]) / tasks}
+            out.append(row)
+            print(f"{format_bytes(size)} a transfer, {P} workers, {args.rounds} rounds: {format_bytes(crossed)} "
+                  f"crossed in {s['wall']:.1f} s; workers' CPU outside the tasks {dask_side:.1f} core-s "
+                  f"({row['workers_outside_tasks_per_gib']:.1f} a GiB), the tasks' functions {s['tasks_cpu']:.1f}, "
+                  f"the scheduler {row['scheduler_ms_per_task']:.2f} ms a task", flush=True)
+    finally:
+        client.close()
+        cluster.close()
+    return {"runs": out}
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python -m benchmarks.vertex_partition", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="what", required=True)
@@ -623,9 +760,15 @@ def main(argv=None):
     rd.add_argument("--repeat", type=int, default=2, help="timed rounds per process (after one warm-up)")
     rd.add_argument("--turns", type=int, default=2, help="processes per version, taking turns")
     rd.add_argument("--out", default=None)
+    tr = sub.add_parser("transport")
+    tr.add_argument("--workers", type=int, default=8)
+    tr.add_argument("--memory", default="1GiB")
+    tr.add_argument("--sizes", default="1MiB,8MiB", help="bytes of one transfer, comma-separated")
+    tr.add_argument("--rounds", type=int, default=10)
+    tr.add_argument("--out", default=None)
     args = p.parse_args(argv)
     result = {"bytes": bytes_moved, "ceiling": ceiling, "cpu": cpu, "local": local,
-              "chunks": chunks, "round": one_round}[args.what](args)
+              "chunks": chunks, "round": one_round, "transport": transport}[args.what](args)
     if args.out:
         with open(args.out, "w") as f:
             json.dump(result, f, indent=1)
