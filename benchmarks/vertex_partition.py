@@ -1,6 +1,6 @@
 """Partitioned per-vertex state: bytes moved as workers are added, and graphs whose vertices exceed a worker.
 
-Two measurements, each on real worker processes (1 thread each), from the repository's root::
+The measurements, each on real worker processes (1 thread each) unless said, from the repository's root::
 
     # bytes moved between workers on 4 and on 8 workers, centralised and partitioned rounds
     python -m benchmarks.vertex_partition bytes --n 4194304 --m 16777216 --chunks 16 --out vp-bytes.json
@@ -32,6 +32,11 @@ Two measurements, each on real worker processes (1 thread each), from the reposi
     python -m benchmarks.vertex_partition chunks --before /tmp/mst-before --n 8388608 --m 16777216 \
         --chunks 128 --out vp-chunks.json
 
+    # Dask's own CPU for moving arrays between 8 worker processes (an all-to-all), per GiB and per task
+    python -m benchmarks.vertex_partition transport --sizes 256KiB,1MiB,8MiB --rounds 10 --out vp-transport.json
+
+The ceiling command also prints where the run's CPU went (the worker processes, the tasks' functions
+by Dask's own meters, the scheduler, the client) beside the one-process run's.
 Every run's forest is compared with the centralised run's (edge ids, components); the JSON written
 holds the raw figures, and the tables printed go into docs/benchmarks.md.
 """

@@ -1,5 +1,7 @@
 """The CPU accounting of the ceiling benchmark (benchmarks/vertex_partition.py ``CpuUse``): the workers'
-processes, this process, and the CPU Dask meters inside the tasks' functions."""
+processes, this process, and the CPU Dask meters inside the tasks' functions; and the transport benchmark
+built on it (Dask's own CPU per GiB and per task)."""
+import json
 import time
 
 import pytest
@@ -41,3 +43,18 @@ def test_one_process_alone():
     s = cpu.summary()
     assert s["tasks_cpu"] == 0 and "this process" in s["parts"]
     assert s["parts"]["this process"]["user"] + s["parts"]["this process"]["system"] >= 0.18
+
+
+def test_transport_benchmark(tmp_path, capsys):
+    from benchmarks import vertex_partition
+
+    out = tmp_path / "transport.json"
+    vertex_partition.main(["transport", "--workers", "2", "--sizes", "64KiB,256KiB", "--rounds", "2",
+                           "--out", str(out)])
+    assert "a GiB" in capsys.readouterr().out
+    runs = json.loads(out.read_text())["runs"]
+    assert [r["size"] for r in runs] == [65536, 262144]
+    for r in runs:
+        assert r["bytes_crossed"] == 2 * 2 * 1 * r["size"] and r["tasks"] == 2 * (4 + 2)
+        assert r["workers_outside_tasks_per_gib"] > 0 and r["scheduler_ms_per_task"] > 0
+        assert set(r["cpu"]["tasks_by_prefix"]) <= {"mst-tblock", "mst-ttake"}
