@@ -677,16 +677,17 @@ def transport(args):
         for size in (parse_bytes(x) for x in args.sizes.split(",")):
             with CpuUse(client, cluster.scheduler.pid) as cpu:
                 for r in range(args.rounds):
-                    made = [[client.submit(_block, size, i, key=f"mst-tblock-{size}-{r}-{i}-{j}",
-                                           workers=[workers[i]], pure=False) for j in range(P)] for i in range(P)]
-                    took = [client.submit(_take, *[made[i][j] for i in range(P) if i != j],
+                    made = {(i, j): client.submit(_block, size, i, key=f"mst-tblock-{size}-{r}-{i}-{j}",
+                                                  workers=[workers[i]], pure=False)
+                            for i in range(P) for j in range(P) if i != j}
+                    took = [client.submit(_take, *[made[i, j] for i in range(P) if i != j],
                                           key=f"mst-ttake-{size}-{r}-{j}", workers=[workers[j]], pure=False)
                             for j in range(P)]
                     assert sum(client.gather(took)) == P * (P - 1) * (size // 8)
                     made = took = None
             s = cpu.summary()
             crossed = args.rounds * P * (P - 1) * size
-            tasks = args.rounds * (P * P + P)
+            tasks = args.rounds * (P * (P - 1) + P)
             w = s["parts"]["workers"]
             dask_side = w["user"] + w["system"] - s["tasks_cpu"]
             sched = s["parts"].get("scheduler", {"user": 0.0, "system": 0.0})

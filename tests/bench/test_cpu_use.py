@@ -55,6 +55,6 @@ def test_transport_benchmark(tmp_path, capsys):
     runs = json.loads(out.read_text())["runs"]
     assert [r["size"] for r in runs] == [65536, 262144]
     for r in runs:
-        assert r["bytes_crossed"] == 2 * 2 * 1 * r["size"] and r["tasks"] == 2 * (4 + 2)
+        assert r["bytes_crossed"] == 2 * 2 * 1 * r["size"] and r["tasks"] == 2 * (2 + 2)
         assert r["workers_outside_tasks_per_gib"] > 0 and r["scheduler_ms_per_task"] > 0
         assert set(r["cpu"]["tasks_by_prefix"]) <= {"mst-tblock", "mst-ttake"}
