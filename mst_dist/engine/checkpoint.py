@@ -165,13 +165,60 @@ def _plain(value):
     return {"token": tokenize(value)}
 
 
+#: Bytes read from each of a file's sampled ranges (its start, middle and end) for its fingerprint.
+SAMPLE_BYTES = 1 << 16
+#: What a store says of an object that changes when it is rewritten (S3, GCS, Azure, memory, HTTP).
+_STORE_KEYS = ("ETag", "etag", "VersionId", "version_id", "generation", "md5Hash", "crc32c", "content_md5",
+               "LastModified", "last_modified", "updated", "mtime", "created")
+
+
+def _samples(size):
+    """The ``(start, stop)`` byte ranges a fingerprint reads of a file of ``size`` bytes."""
+    if size <= 3 * SAMPLE_BYTES:
+        return [(0, size)]
+    mid = (size - SAMPLE_BYTES) // 2
+    return [(0, SAMPLE_BYTES), (mid, mid + SAMPLE_BYTES), (size - SAMPLE_BYTES, size)]
+
+
+def _local_identity(path):
+    s = os.stat(path)
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for a, b in _samples(s.st_size):
+            f.seek(a)
+            digest.update(f.read(b - a))
+    return [os.path.abspath(path), s.st_size, s.st_mtime_ns, digest.hexdigest()[:16]]
+
+
+def _url_identity(path):
+    """``[url, bytes, what the store says of the object, checksum of sampled ranges]``, or ``None``
+    when ``path`` names no object (a prefix, or nothing)."""
+    fs, p = urls.filesystem(path)
+    try:
+        info = fs.info(p)
+    except (FileNotFoundError, IsADirectoryError):
+        return None
+    if info.get("type", "file") != "file" or info.get("size") is None:
+        return None
+    size = int(info["size"])
+    store = {k: str(info[k]) for k in _STORE_KEYS if info.get(k) is not None}
+    digest = hashlib.sha256()
+    for a, b in _samples(size):
+        digest.update(fs.cat_file(p, start=a, end=b))
+    return [str(path), size, store, digest.hexdigest()[:16]]
+
+
 def _files(value, out):
-    """``(path, bytes, mtime)`` of every existing file named in ``value`` (a source's parameters)."""
+    """The identity of every existing file or object named in ``value`` (a source's parameters):
+    its path or URL, size, modification time (a store's ETag, version or time where it gives
+    them) and a checksum of a few sampled byte ranges, all through the file's own file system."""
     if isinstance(value, (str, os.PathLike)):
-        path = os.fspath(value)
-        if os.path.isfile(path):
-            s = os.stat(path)
-            out.append([os.path.abspath(path), s.st_size, s.st_mtime_ns])
+        if urls.is_url(value):
+            found = _url_identity(value)
+            if found is not None:
+                out.append(found)
+        elif os.path.isfile(os.fspath(value)):
+            out.append(_local_identity(os.fspath(value)))
     elif isinstance(value, dict):
         for v in value.values():
             _files(v, out)
@@ -197,8 +244,10 @@ def _source(s):
 def graph_fingerprint(graph) -> dict:
     """What identifies a graph: its size, weight type and a hash of its sources.
 
-    A generator's sources hash its parameters; a file's, its path, size and
-    modification time; the caller's arrays, their contents.
+    A generator's sources hash its parameters; a file's, local or an object
+    behind a URL, its path, size, modification time (a store's ETag, version
+    or time where it gives them) and a checksum of sampled byte ranges; the
+    caller's arrays, their contents.
     """
     desc = {"n_vertices": int(graph.n_vertices), "n_edges": int(graph.n_edges),
             "weight_dtype": np.dtype(graph.weight_dtype).name,

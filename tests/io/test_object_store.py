@@ -305,6 +305,54 @@ def test_checkpoint_of_another_graph_on_s3_refused(s3, pclient):
     assert _names(fs, prefix) == []
 
 
+def test_checkpoint_of_a_rewritten_object_refused(s3, pclient, graph):
+    """An input object rewritten with the same size (same edges, other weights) no longer matches the
+    saved state: the resumed run is refused, never run on the stale state."""
+    from mst_dist import CheckpointMismatchError
+    from mst_dist.engine.checkpoint import graph_fingerprint
+
+    options, fs = s3
+    (s, d, w), n, _, _ = graph
+    heavier = np.where(w % 10 == 9, w - 1, w + 1)  # every weight changed, none gets another digit count
+    assert len(_text(s, d, w)) == len(_text(s, d, heavier))
+    fs.pipe(f"{BUCKET}/rw/g.txt", _text(s, d, w))
+    url, ck = f"s3://{BUCKET}/rw/g.txt", f"s3://{BUCKET}/ck/rewritten"
+    opts = dict(partitions=3, local_finish=0, storage_options=options)
+    g = mst_dist.read(url, storage_options=options, n_vertices=n)
+    with pytest.raises(Preempted):
+        mst_dist.minimum_spanning_forest(g, pclient, checkpoint=ck, progress=_stop_at(phase="map", round=1), **opts)
+    saved = _manifest(fs, f"{BUCKET}/ck/rewritten")
+    fs.pipe(f"{BUCKET}/rw/g.txt", _text(s, d, heavier))
+    fs.invalidate_cache()
+    again = mst_dist.read(url, storage_options=options, n_vertices=n)
+    assert again.n_edges == g.n_edges and again.n_vertices == g.n_vertices
+    assert graph_fingerprint(again)["sources"] != saved["graph"]["sources"]
+    with pytest.raises(CheckpointMismatchError, match=r"graph sources") as e:
+        mst_dist.minimum_spanning_forest(again, pclient, checkpoint=ck, **opts)
+    assert ck in str(e.value)
+    res = mst_dist.minimum_spanning_forest(again, pclient, checkpoint=ck, resume=False, **opts)
+    np.testing.assert_array_equal(res.edge_ids, kruskal(n, s, d, heavier)[0])
+
+
+def test_fingerprint_reads_the_store_not_just_the_size(s3):
+    """The same object read twice has one fingerprint; a rewrite of the same length changes it (the
+    store's ETag, and a checksum of sampled ranges), also for a file larger than the samples."""
+    from mst_dist.engine import checkpoint
+    from mst_dist.engine.checkpoint import graph_fingerprint
+
+    options, fs = s3
+    body = bytearray(_text(np.arange(40_000) % 997, np.arange(40_000) % 991 + 1, np.full(40_000, 5)))
+    assert len(body) > 3 * checkpoint.SAMPLE_BYTES
+    fs.pipe(f"{BUCKET}/fp/g.txt", bytes(body))
+    url = f"s3://{BUCKET}/fp/g.txt"
+    first = graph_fingerprint(mst_dist.read(url, storage_options=options))
+    assert first == graph_fingerprint(mst_dist.read(url, storage_options=options))
+    body[-2:-1] = b"6"  # the last edge's weight, in the sampled tail
+    fs.pipe(f"{BUCKET}/fp/g.txt", bytes(body))
+    fs.invalidate_cache()
+    assert graph_fingerprint(mst_dist.read(url, storage_options=options))["sources"] != first["sources"]
+
+
 def test_unwritable_checkpoint_bucket_refused_before_the_run(s3, graph):
     options, fs = s3
     (s, d, w), n, _, _ = graph
