@@ -17,7 +17,7 @@ _kernel_cache_dir()  # compiled kernels persist even where the package folder is
 
 from mst_dist.errors import (  # noqa: E402  (every error class, one base: mst_dist.errors)
     MSTError, ConfigError, InvalidGraphError, GraphFormatError, CheckpointMismatchError,
-    ClusterStalledError, GPUUnavailableError,
+    ClusterStalledError, GPUUnavailableError, WorkerAddressError, SharedStorageError,
 )
 from mst_dist.graph import Graph
 from mst_dist.result import MSFResult, RoundStats, RunStats, PHASES
@@ -61,6 +61,8 @@ __all__ = [
     "CheckpointMismatchError",
     "ClusterStalledError",
     "GPUUnavailableError",
+    "WorkerAddressError",
+    "SharedStorageError",
     "Graph",
     "MSFResult",
     "RoundStats",

@@ -20,7 +20,12 @@ may catch the package's errors as a family or as the builtin::
 - :class:`ClusterStalledError` (a :class:`RuntimeError`): the cluster cannot
   make progress on a run;
 - :class:`GPUUnavailableError` (a :class:`RuntimeError`): the GPU backend
-  is asked for where no GPU can run it.
+  is asked for where no GPU can run it;
+- :class:`WorkerAddressError` (a :class:`ConnectionError`): a worker
+  registered at an address the scheduler and the other workers cannot
+  reach (loopback, on a scheduler of other hosts);
+- :class:`SharedStorageError` (an :class:`OSError`): a path the run reads
+  or writes is not the same on every worker (and the client).
 
 Every error pickles with its attributes: one raised inside a Dask task on a
 worker reaches the caller as the same class.  This module imports nothing of
@@ -34,7 +39,7 @@ from __future__ import annotations
 import os
 
 __all__ = ["MSTError", "ConfigError", "InvalidGraphError", "GraphFormatError", "CheckpointMismatchError",
-           "ClusterStalledError", "GPUUnavailableError"]
+           "ClusterStalledError", "GPUUnavailableError", "WorkerAddressError", "SharedStorageError"]
 
 
 class MSTError(Exception):
@@ -233,3 +238,77 @@ class GPUUnavailableError(MSTError, RuntimeError):
     or run with ``backend="auto"`` or ``"cpu"``.  The command line exits with
     status 2.
     """
+
+
+class WorkerAddressError(MSTError, ConnectionError):
+    """A worker registered at an address that the scheduler and the other workers cannot reach.
+
+    Raised before any work when a worker's address is loopback
+    (``tcp://127.0.0.1:...``) on a scheduler that is not, and the scheduler
+    cannot tell that every worker runs on its own host: a worker started on
+    another host with ``host: 127.0.0.1`` joins the scheduler, but nothing
+    can connect back to it, and a run would wait for it until it times out.
+    Start each such worker on the address the others reach it at
+    (``dask worker ... --interface eth0`` or ``--host ADDRESS``; in a spec
+    file, ``interface:`` or ``host:`` instead of ``host: 127.0.0.1``).  The
+    command line exits with status 1.
+
+    Parameters
+    ----------
+    message : str
+        Which workers, and how to start them.
+    workers : sequence of str
+        The addresses of the workers at fault.
+    scheduler : str, optional
+        The scheduler's address.
+
+    Attributes
+    ----------
+    workers, scheduler
+        As given (``workers`` a tuple).
+    """
+
+    def __init__(self, message, workers=(), scheduler=None):
+        super().__init__(message)
+        self.workers = tuple(workers)
+        self.scheduler = scheduler
+
+    def __reduce__(self):
+        return (type(self), (str(self), self.workers, self.scheduler))
+
+
+class SharedStorageError(MSTError, OSError):
+    """A path of the run that some workers (or the client) do not see as the others do.
+
+    Raised before any work: by :func:`mst_dist.read` when an input file is
+    missing on some workers (the workers read it), and by a run's
+    ``checkpoint``, ``output`` or ``labels_output`` on a local path when a
+    probe file written there is not read back alike by the client and every
+    worker (they write the parts and the client commits them).  The message
+    names the workers.  Give a path on a filesystem every worker and the
+    client mount (NFS, Lustre, ...), or an object-store URL (``s3://...``,
+    ``gs://...`` with ``storage_options``).  The command line exits with
+    status 2.
+
+    Parameters
+    ----------
+    message : str
+        What is not shared, with whom, and what to give instead.
+    path : str, optional
+        The path at fault.
+    workers : sequence of str
+        The addresses of the workers that do not share it.
+
+    Attributes
+    ----------
+    path, workers
+        As given (``workers`` a tuple).
+    """
+
+    def __init__(self, message, path=None, workers=()):
+        super().__init__(message)
+        self.path = path
+        self.workers = tuple(workers)
+
+    def __reduce__(self):
+        return (type(self), (str(self), self.path, self.workers))

@@ -11,7 +11,8 @@ import mst_dist
 from mst_dist import errors
 from mst_dist.cli import commands
 from mst_dist.errors import (CheckpointMismatchError, ClusterStalledError, ConfigError, GPUUnavailableError,
-                             GraphFormatError, InvalidGraphError, MSTError)
+                             GraphFormatError, InvalidGraphError, MSTError, SharedStorageError,
+                             WorkerAddressError)
 from support import ROOT
 
 DATA = pathlib.Path(ROOT) / "tests" / "data"
@@ -25,6 +26,8 @@ REFINES = {
     "CheckpointMismatchError": (ValueError, 2),
     "ClusterStalledError": (RuntimeError, 1),
     "GPUUnavailableError": (RuntimeError, 2),
+    "WorkerAddressError": (ConnectionError, 1),
+    "SharedStorageError": (OSError, 2),
 }
 
 #: One instance of each error raised, with every attribute its raise sites give it.
@@ -37,6 +40,10 @@ INSTANCES = [
     ClusterStalledError("every worker (2) has been paused for 31 s", "paused", waited=31.0),
     ClusterStalledError("task mst-map-r0-ab-1 killed its workers", "killed-worker", key="mst-map-r0-ab-1"),
     GPUUnavailableError("backend='gpu' needs GPU workers"),
+    WorkerAddressError("worker tcp://127.0.0.1:4001 registered with a loopback address",
+                       workers=["tcp://127.0.0.1:4001"], scheduler="tcp://10.0.0.1:8786"),
+    SharedStorageError("checkpoint '/tmp/ck' is not shared with 1 of 2 worker(s)", path="/tmp/ck",
+                       workers=["tcp://10.0.0.3:4001"]),
 ]
 
 #: Where each error was defined before mst_dist.errors: importing it from there still works.

@@ -28,7 +28,7 @@ from mst_dist import errors
 from mst_dist.cli.parser import build_parser, generator_params, run_config_from_args
 from mst_dist.cli.summary import print_summary
 from mst_dist.errors import (CheckpointMismatchError, ClusterStalledError, ConfigError, GPUUnavailableError,
-                             InvalidGraphError, MSTError)
+                             InvalidGraphError, MSTError, SharedStorageError)
 
 __all__ = ["main", "build_parser", "run_config_from_args", "build_graph", "make_client", "print_summary",
            "EXITS", "exit_for"]
@@ -57,11 +57,13 @@ def _interrupted(exc):
 #: re-raises the task's own exception, of its own class, on the client.
 EXITS = (
     # the request is wrong: a run config or flag, the graph or its file, backend gpu where no
-    # worker can run it (the message says what to install), a checkpoint of another run
-    ((ConfigError, InvalidGraphError, GPUUnavailableError, CheckpointMismatchError), 2, _one_line),
+    # worker can run it (the message says what to install), a checkpoint of another run, a path
+    # the workers do not share
+    ((ConfigError, InvalidGraphError, GPUUnavailableError, CheckpointMismatchError, SharedStorageError), 2,
+     _one_line),
     ((ImportError,), 2, _said),            # an optional dependency of the chosen cluster kind
     ((ClusterStalledError,), 1, _said),    # no worker could go on (mst.stall-timeout), or a task killed them
-    ((ConnectionError,), 1, _said),        # no scheduler answered (cluster.connect-timeout)
+    ((ConnectionError,), 1, _said),        # no scheduler answered (cluster.connect-timeout); a loopback worker
     ((TimeoutError,), 1, _said),           # no workers came (cluster.wait_timeout)
     ((MSTError,), 1, _one_line),           # any other error mst-dist raises on purpose
     ((KeyboardInterrupt,), 130, _interrupted),
