@@ -222,8 +222,26 @@ def solve(graph, client, spec) -> MSFResult:
         # inside a task: the worker's client, the task seceded; an in-process cluster: its
         # streams batched as the embedded one's while the run waits on them
         with using(choice) as c, in_process_latency(c):
+            _check_reach(c, spec)
             return _run_resilient(graph, c, spec)
     return _solve_embedded(graph, spec)
+
+
+def _check_reach(client, spec):
+    """Before any work: every worker reachable, and the run's local directories shared by all.
+
+    A worker at a loopback address on a scheduler of other hosts is a
+    :class:`~mst_dist.WorkerAddressError`; a ``checkpoint``, ``output`` or
+    ``labels_output`` directory that a probe file shows some workers do not
+    share with the client is a :class:`~mst_dist.SharedStorageError`
+    (:mod:`mst_dist.io.reach`).
+    """
+    from mst_dist.io import reach
+
+    reach.check_worker_addresses(client)
+    for what in ("output", "labels_output"):  # written beside the target, then moved onto it
+        reach.check_shared_directory(client, getattr(spec, what), what, beside=True)
+    reach.check_shared_directory(client, spec.checkpoint, "checkpoint")
 
 
 def _solve_embedded(graph, spec) -> MSFResult:
@@ -281,19 +299,46 @@ def _run_resilient(graph, client, spec, retries=None):
 # Maximum spanning forest: the minimum one of the negated weights
 # ---------------------------------------------------------------------------
 
-def _negated_rows(start, stop, *, source):
-    """Rows ``start:stop`` of ``source`` with their weights negated (on the worker that loads them)."""
+def _negated_rows(start, stop, *, source, first=0):
+    """Rows ``start:stop`` of ``source`` with their weights negated (on the worker that loads them).
+
+    ``first`` is the source's first edge id; a weight whose negation int64
+    cannot hold is an :class:`~mst_dist.errors.InvalidGraphError` naming its
+    edge, raised as the rows load, before they reach any round.
+    """
     s, d, w = source.load(start, stop)
+    _check_negatable(w, first + start, getattr(source, "name", "source"))
     if w.dtype.kind == "u":
         w = w.astype("int64")
     return s, d, -w
+
+
+def _check_negatable(w, first, where=None):
+    """Refuse an integer weight whose negation int64 cannot hold (``-2**63``, a uint64 above ``2**63 - 1``);
+    ``first`` is the edge id of ``w[0]``."""
+    import numpy as np
+
+    from mst_dist.errors import InvalidGraphError
+
+    if w.dtype.itemsize < 8 or w.dtype.kind not in "iu" or not w.shape[0]:
+        return
+    if w.dtype.kind == "u":  # array methods only: the caller's device arrays are checked where they are
+        beyond = w > np.uint64(2**63 - 1)
+    else:
+        beyond = w == np.iinfo(np.int64).min
+    if bool(beyond.any()):
+        at = int(beyond.argmax())
+        edge = first + at
+        of = f" of {where}" if where else ""
+        raise InvalidGraphError(f"edge {edge}{of}: weight {int(w[at])} has no negation in int64, which the "
+                                f"maximum spanning forest needs; give float64 weights", edge=edge)
 
 
 def _negated(graph):
     """``graph`` with every weight negated: arrays negated here, other sources where they load."""
     import numpy as np
 
-    from mst_dist.graph import ArraySource, FunctionSource, Graph, InvalidGraphError
+    from mst_dist.graph import ArraySource, FunctionSource, Graph
 
     dtype = np.dtype(graph.weight_dtype)
     if dtype.kind == "u":
@@ -303,18 +348,12 @@ def _negated(graph):
     for s in graph.sources:
         if isinstance(s, ArraySource):
             w = s.weight
-            if w.dtype.kind in "iu" and w.shape[0]:
-                lo, hi = int(w.min()), int(w.max())
-                if hi > 2**63 - 1 or lo < -(2**63 - 1):
-                    bad = int(np.argmax(w)) if hi > 2**63 - 1 else int(np.argmin(w))
-                    raise InvalidGraphError(f"edge {offset + bad}: weight {int(w[bad])} has no negation in "
-                                            f"int64, which the maximum spanning forest needs; give "
-                                            f"float64 weights", edge=offset + bad)
+            _check_negatable(w, offset)
             if w.dtype.kind == "u":
                 w = w.astype(np.int64)
             sources.append(ArraySource(s.src, s.dst, -w))
         else:
-            sources.append(FunctionSource(_negated_rows, {"source": s}, s.n_edges,
+            sources.append(FunctionSource(_negated_rows, {"source": s, "first": offset}, s.n_edges,
                                           name=f"negated {getattr(s, 'name', 'source')}",
                                           splittable=getattr(s, "splittable", True)))
         offset += s.n_edges

@@ -314,6 +314,10 @@ def _partition_rows(start, stop, *, dsk, key, src, dst, weight, n, weight_float,
         w = part[weight].to_numpy()
         if w.dtype.kind == "b":
             w = w.astype(np.int64)
+        if w.dtype == np.uint64 and not weight_float and w.shape[0] and w.max() > np.uint64(2**63 - 1):
+            at = int(np.argmax(w > np.uint64(2**63 - 1)))
+            raise InvalidGraphError(f"edge {offset + start + at} of a DataFrame partition: weight {int(w[at])} "
+                                    f"does not fit in int64; give float64 weights", edge=offset + start + at)
         w = w.astype(np.float64 if weight_float else np.int64, copy=False)
     check_edges(s, d, w, n, offset=offset + start, where=" of a DataFrame partition")
     return s, d, w

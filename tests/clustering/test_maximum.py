@@ -59,6 +59,44 @@ def test_generated_graph_is_negated_where_it_loads():
     assert res.edge_ids.tolist() == kruskal_max(g.n_vertices, src.tolist(), dst.tolist(), w.tolist())
 
 
+def test_unnegatable_weight_read_on_the_workers_names_its_edge(tmp_path):
+    """A weight read by the workers (here the second of two Parquet files, in its second row group) whose
+    negation wraps in int64 is refused where it loads, naming its edge id, never a wrong forest."""
+    pa = module("pyarrow", "pip install pyarrow")
+    import pyarrow.parquet as pq
+
+    low = np.iinfo(np.int64).min
+    w = np.arange(1, 21, dtype=np.int64)
+    pq.write_table(pa.table({"src": np.arange(20), "dst": np.arange(1, 21), "weight": w}), tmp_path / "a.parquet")
+    w2 = w.copy()
+    w2[13] = low
+    pq.write_table(pa.table({"src": np.arange(20), "dst": np.arange(1, 21) % 20, "weight": w2}),
+                   tmp_path / "b.parquet", row_group_size=8)
+    g = mst_dist.read(tmp_path)
+    assert g.n_edges == 40
+    with pytest.raises(mst_dist.InvalidGraphError, match=r"edge 33 of b\.parquet: weight -9223372036854775808 "
+                                                          r"has no negation") as e:
+        mst_dist.maximum_spanning_forest(g, partitions=3)
+    assert e.value.edge == 33
+    # the minimum forest takes the same weight as an ordinary edge
+    src, dst, weight = g.to_arrays()
+    assert weight[33] == low
+    res = mst_dist.minimum_spanning_forest(g, partitions=3)
+    assert 33 in res.edge_ids.tolist()
+
+
+def test_uint64_weights_of_a_dataframe_beyond_int64_refused():
+    dd = module("dask.dataframe", "pip install 'dask[dataframe]'")
+    import pandas as pd
+
+    frame = pd.DataFrame({"src": [0, 1, 2, 0], "dst": [1, 2, 3, 3],
+                          "weight": np.array([1, 3, 2**63 + 5, 4], dtype=np.uint64)})
+    g = mst_dist.Graph.from_dask_dataframe(dd.from_pandas(frame, npartitions=2))
+    for solve in (mst_dist.maximum_spanning_forest, mst_dist.minimum_spanning_forest):
+        with pytest.raises(mst_dist.InvalidGraphError, match="edge 2 of a DataFrame partition"):
+            solve(g)
+
+
 def test_unnegatable_weight_and_output_are_errors(tmp_path):
     g = mst_dist.Graph.from_arrays([0], [1], np.array([np.iinfo(np.int64).min]))
     with pytest.raises(mst_dist.InvalidGraphError, match="edge 0"):
