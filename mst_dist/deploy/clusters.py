@@ -20,6 +20,7 @@ import contextlib
 import logging
 
 from mst_dist.deploy._core import wait_for_workers
+from mst_dist.io.reach import check_worker_addresses
 from mst_dist.deploy.cuda import open_local_cuda
 from mst_dist.deploy.jobqueue import open_jobqueue
 from mst_dist.deploy.local import open_local
@@ -55,7 +56,9 @@ def connect_client(address, security=None, where="the scheduler"):
 def connect(cfg):
     """A client of the scheduler at ``cluster.address`` (the cluster is left running on exit).
 
-    Waits up to ``cluster.wait_timeout`` for a worker.  ``cluster.security``
+    Waits up to ``cluster.wait_timeout`` for a worker; a worker at a loopback
+    address on a scheduler of other hosts is then a
+    :class:`~mst_dist.WorkerAddressError`.  ``cluster.security``
     gives the TLS certificates (else Dask's ``distributed.comm.tls.*``); a
     ``tls://`` address without any is a :class:`~mst_dist.ConfigError`
     saying what to give, before connecting.
@@ -75,6 +78,9 @@ def connect(cfg):
         # import mst_dist
         dashboard.register(client, quiet=True)
         wait_for_workers(client, cfg, f"the cluster at {cfg['address']}")
+        # a worker nothing can connect back to (a loopback address on a scheduler of other hosts) would
+        # hang the first task that needs it: refused now, naming it
+        check_worker_addresses(client)
         yield client
 
 

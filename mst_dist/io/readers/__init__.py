@@ -56,7 +56,7 @@ from mst_dist.graph import VERTEX_BYTES, Graph, human_bytes, vertex_memory
 from mst_dist.io.formats import (  # noqa: F401  (re-exported: the readers' vocabulary)
     FORMATS, GraphFormatError, check_options, detect_format, format_of_path,
 )
-from mst_dist.io import urls
+from mst_dist.io import reach, urls
 from mst_dist.io.readers import binary, parquet, text
 from mst_dist.io.tasks import current_client
 
@@ -292,6 +292,11 @@ def read(path_or_glob, format=None, *, client=None, n_vertices=None, name=None, 
         memory of a worker (relabel the ids, or give ``n_vertices``).
     FileNotFoundError
         No such file, or a glob that matches nothing.
+    SharedStorageError
+        On a cluster of several processes or hosts: a local file that some
+        workers cannot see (they read it), naming them.
+    WorkerAddressError
+        A worker at a loopback address on a scheduler of other hosts.
 
     Examples
     --------
@@ -332,6 +337,8 @@ def read(path_or_glob, format=None, *, client=None, n_vertices=None, name=None, 
             raise ValueError(f"n_vertices must be a non-negative integer, got {n_vertices!r}")
         n_vertices = int(n_vertices)
     paths = _expand(path_or_glob, fmt)
+    # the workers read the files: each must see them (named if not), and be reachable
+    reach.check_visible(current_client(client), paths)
     sources, n, wdt, meta = reader(paths, client, n_vertices, dict(opts))
     if n_vertices is None:
         _check_vertex_memory(sources, n, client)
