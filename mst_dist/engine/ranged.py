@@ -21,6 +21,16 @@ filter-edges  each chunk asks the owners of the ids it touches for their new
 Every ask goes through :func:`mst_dist.engine.exchange.exchange`.  The
 vertex labels of the original vertices are kept the same way, one range of
 vertices per task, and follow each round's map.
+
+The kernels are the contract's ranged functions, reached through the
+registry as in every other round: a chunk's work (prepare, its strict
+order, local ids, cheapest and lightest parallel edges, its ends' split)
+runs the kernels of the run's backend on the worker that holds it
+(:func:`~mst_dist.engine.tasks.kernels_for`: a GPU worker runs the GPU's),
+the backend travelling with the chunk (:attr:`Block.backend`); a range's
+records (merge, lookups, the requests it cuts) are host records, on the
+host kernels (:func:`~mst_dist.engine.tasks.host_kernels`), as the merge and
+contract of a resident round are.
 """
 from __future__ import annotations
 
@@ -29,7 +39,7 @@ from typing import NamedTuple
 import numpy as np
 
 from mst_dist.engine.passes import trim_rows
-from mst_dist.engine.tasks import host_kernels
+from mst_dist.engine.tasks import host_kernels, kernels_for
 from mst_dist.kernels import vertex_ranges as vr
 from mst_dist.kernels.contract import Chunk, to_host
 
@@ -41,6 +51,11 @@ class Block(NamedTuple):
 
     chunk: Chunk            #: the live edges, ids of the current round's components
     forest: list            #: sorted arrays of forest edge ids in this chunk's edge id range
+    backend: str = "cpu"    #: the run's backend: whose kernels the chunk's work runs (:func:`kernels_for`)
+
+    def kernels(self):
+        """The kernels this chunk's work runs on this worker: the run's backend's, as the worker decides."""
+        return kernels_for(self.backend)
 
 
 class RangeCandidates(NamedTuple):
@@ -79,7 +94,7 @@ class RangeParents(NamedTuple):
 
     def index(self, p):
         """Where the components ``p`` (sorted, present) are in ``parent``."""
-        return p - self.lo if self.ids is None else vr.positions(self.ids, p)
+        return p - self.lo if self.ids is None else host_kernels().positions(self.ids, p)
 
 
 class RangeMap(NamedTuple):
@@ -98,7 +113,7 @@ class RangeMap(NamedTuple):
         """The next id of each of the components ``p`` (sorted, distinct)."""
         if self.ids is None:
             return self.labels[p - self.lo]
-        return vr.sparse_values(self.ids, self.labels, self.lo, self.fin, p)
+        return host_kernels().sparse_values(self.ids, self.labels, self.lo, self.fin, p)
 
 
 class VertexLabels(NamedTuple):
@@ -116,30 +131,37 @@ def _compact(ids, n):
     return ids.astype(np.int32 if n <= _I32 else np.int64, copy=False)
 
 
-def _sorted_chunk(raw, offset, n_vertices):
-    """A raw chunk in plain form on the host, self-loops dropped, edges in the ``(key, eid)`` order."""
-    ch = host_kernels().prepare(tuple(to_host(a) for a in raw[:3]), offset, n_vertices)
-    u, v, key, eid = vr.sort_edges(*ch.edges())
+def _sorted_chunk(raw, offset, n_vertices, kern):
+    """A raw chunk in plain form on the host, self-loops dropped, edges in the ``(key, eid)`` order
+    (prepared and sorted by the kernels ``kern``)."""
+    ch = kern.prepare(tuple(to_host(a) for a in raw[:3]), offset, n_vertices)
+    u, v, key, eid = kern.sort_edges(*ch.edges())
     return Chunk(_compact(u, n_vertices), _compact(v, n_vertices), key, eid, packing=ch.packing)
 
 
-def prepare(raw, offset, n_vertices, bounds):
-    """A raw chunk as a :class:`Block` and its candidates for the ranges of ``bounds``."""
-    return map_loaded((Block(_sorted_chunk(raw, offset, n_vertices), []), None), bounds)
+def _block(raw, offset, n_vertices, forest, backend):
+    return Block(_sorted_chunk(raw, offset, n_vertices, kernels_for(backend)), forest, backend)
+
+
+def prepare(raw, offset, n_vertices, bounds, backend="cpu"):
+    """A raw chunk as a :class:`Block` and its candidates for the ranges of ``bounds`` (``backend``: the
+    run's, whose kernels the chunk's work runs from now on)."""
+    return map_loaded((_block(raw, offset, n_vertices, [], backend), None), bounds)
 
 
 def map_loaded(mapped, bounds):
     """A prepared :class:`Block` (first of ``mapped``) and its candidates for the ranges of ``bounds``."""
     block = mapped[0]
+    kern = block.kernels()
     u, v, key, eid = block.chunk.edges()
-    ids, lu, lv = vr.local_ids(u, v)
-    return block, vr.split_candidates(vr.cheapest_sorted(ids, lu, lv, u, v, key, eid), bounds)
+    ids, lu, lv = kern.local_ids(u, v)
+    return block, vr.split_candidates(kern.cheapest_sorted(ids, lu, lv, u, v, key, eid), bounds)
 
 
-def prepare_resumed(raw, offset, n_vertices, forest):
+def prepare_resumed(raw, offset, n_vertices, forest, backend="cpu"):
     """(a resumed run) A raw chunk as a :class:`Block` over the original vertex ids, holding the forest
     ids saved for it; :func:`filter_block`, given the saved labels, relabels it."""
-    return Block(_sorted_chunk(raw, offset, n_vertices), [forest] if forest.shape[0] else []), None
+    return _block(raw, offset, n_vertices, [forest] if forest.shape[0] else [], backend), None
 
 
 def merge_range_of(r, lo, hi, *mapped):
@@ -155,7 +177,7 @@ def pick(parts, at):
 
 def merge(lo, hi, *tables):
     """Candidate tables of the range ``[lo, hi)`` combined: the cheapest edge of each component (role: merge)."""
-    return vr.merge_cheapest(lo, hi, *tables)
+    return vr.merge_cheapest(host_kernels(), lo, hi, *tables)
 
 
 def range_candidates(table, lo, hi):
@@ -168,12 +190,13 @@ def range_candidates(table, lo, hi):
 def split_others(cand: RangeCandidates, bounds):
     """Ask for the candidate edge of each component's partner (the other end of its cheapest edge); each
     candidate's index among the ids asked comes with them (``at``)."""
-    return vr.cut_values(cand.other, bounds)
+    return vr.cut_values(host_kernels(), cand.other, bounds)
 
 
 def serve_edge_ids(cand: RangeCandidates, *parts):
     """The candidate edge id of each component asked (every one asked has a candidate)."""
-    return [cand.eid[vr.positions(cand.comp, p)] for p in parts]
+    kern = host_kernels()
+    return [cand.eid[kern.positions(cand.comp, p)] for p in parts]
 
 
 def hook(cand: RangeCandidates, split_out, *answers):
@@ -215,7 +238,7 @@ def chosen_of(hooked):
 
 def split_parents(rp: RangeParents, bounds):
     """Ask for the parent of each parent not known to be a root (``at``: each pointer's index among them)."""
-    return vr.cut_values(rp.parent[~rp.done], bounds)
+    return vr.cut_values(host_kernels(), rp.parent[~rp.done], bounds)
 
 
 def serve_parents(rp: RangeParents, *parts):
@@ -272,7 +295,7 @@ def number(rp: RangeParents, root_offset, finished_offset):
 def split_roots(rp: RangeParents, bounds):
     """Ask the owners of the roots of the components that are not roots for the roots' new ids (``at``:
     each such component's root's index among them, in component order)."""
-    return vr.cut_values(rp.parent[(rp.parent >= 0) & (rp.parent != rp.comps())], bounds)
+    return vr.cut_values(host_kernels(), rp.parent[(rp.parent >= 0) & (rp.parent != rp.comps())], bounds)
 
 
 def relabel(rp: RangeParents, split_out, *answers, numbered: RangeMap):
@@ -291,8 +314,9 @@ def relabel(rp: RangeParents, split_out, *answers, numbered: RangeMap):
 def split_ends(mapped, bounds):
     """A chunk asks for the new ids of every component it touches (an
     :class:`~mst_dist.kernels.vertex_ranges.EndsSplit`: with each end's index, for the answers)."""
-    u, v, _, _ = mapped[0].chunk.edges()
-    return vr.cut_ends(u, v, bounds)
+    block = mapped[0]
+    u, v, _, _ = block.chunk.edges()
+    return vr.cut_ends(block.kernels(), u, v, bounds)
 
 
 def serve_map(m, *parts):
@@ -318,24 +342,25 @@ def filter_block(mapped, split_out, *answers, n_next, next_bounds, chosen_bundle
     """
     chosen_parts = [b[chosen_at] for b in chosen_bundles]
     block = mapped[0]
+    kern = block.kernels()
     new = vr.answers_of(split_out, answers)  # the new id of each of the split's ids
     _, _, key, eid = block.chunk.edges()
     pu, pv = split_out.lu, split_out.lv  # each end's index into the split's ids, from its one sort
     # the next round's ids touched here, sorted, and each old id's index among them
-    nids, at = vr.rank(new)
+    nids, at = kern.rank(new)
     lu, lv = at[pu], at[pv]
     keep = np.flatnonzero(lu != lv)  # a finished component has no edge: every id here is live
     lu, lv = lu[keep], lv[keep]
     if keep.shape[0] > 2 * nids.shape[0]:  # many edges per component: parallel ones are likely
-        lightest = vr.lightest_parallel(lu, lv, nids.shape[0])
+        lightest = kern.lightest_parallel(lu, lv, nids.shape[0])
         keep, lu, lv = keep[lightest], lu[lightest], lv[lightest]
     nu, nv, key, eid = nids[lu], nids[lv], key[keep], eid[keep]
     chunk = Chunk(_compact(nu, n_next), _compact(nv, n_next), key, eid, packing=block.chunk.packing)
     forest = list(block.forest) + [p for p in chosen_parts if p.shape[0]]
     parts = None
     if next_bounds is not None:
-        parts = vr.split_candidates(vr.cheapest_sorted(nids, lu, lv, nu, nv, key, eid), next_bounds)
-    return Block(chunk, forest), parts
+        parts = vr.split_candidates(kern.cheapest_sorted(nids, lu, lv, nu, nv, key, eid), next_bounds)
+    return Block(chunk, forest, block.backend), parts
 
 
 def route_chosen(chosen, chunk_bounds):
@@ -372,9 +397,9 @@ class LocalPairs(NamedTuple):
         return self.vertex[a:b], self.rep[a:b]
 
 
-def prepare_local(raw, offset, n_vertices):
+def prepare_local(raw, offset, n_vertices, backend="cpu"):
     """A raw chunk as a :class:`Block` over the original vertex ids (the requester of the touch exchange)."""
-    return Block(_sorted_chunk(raw, offset, n_vertices), []), None
+    return _block(raw, offset, n_vertices, [], backend), None
 
 
 def serve_touch(vl: VertexLabels, *parts):
@@ -427,7 +452,7 @@ def contract_block(touched, n_vertices, bounds):
     forest = [np.sort(eid[chosen])] if chosen.shape[0] else []
     moved = np.flatnonzero(rep != np.arange(ids.shape[0]))
     vertex = ids[moved]
-    return Block(chunk, forest), LocalPairs(vertex, ids[rep[moved]], np.searchsorted(vertex, bounds))
+    return Block(chunk, forest, block.backend), LocalPairs(vertex, ids[rep[moved]], np.searchsorted(vertex, bounds))
 
 
 def local_pairs_of(r, *contracted):
@@ -460,7 +485,7 @@ def first_labels(lo, hi):
 
 def split_live(vl: VertexLabels, bounds):
     """Ask the owners of the live components for their next ids."""
-    return vr.cut_values(vl.labels[vl.labels >= 0], bounds)
+    return vr.cut_values(host_kernels(), vl.labels[vl.labels >= 0], bounds)
 
 
 def follow(vl: VertexLabels, split_out, *answers):
@@ -480,12 +505,12 @@ def base_map(n_vertices, *maps):
 # -- a partitioned streaming run: each pass relabelled by the owners of the vertex map ----------
 
 
-def slice_block(kept):
+def slice_block(kept, backend="cpu"):
     """A pass's kept chunk (the slice's edges over the original vertex ids, self-loops dropped) as a
     :class:`Block` in the ``(key, eid)`` order: :func:`filter_block`, given the owners' labels of its
     ends, relabels it and drops the edges inside a component."""
-    u, v, key, eid = vr.sort_edges(*(to_host(a) for a in kept.edges()))
-    return Block(Chunk(u, v, key, eid, packing=kept.packing), []), None
+    u, v, key, eid = kernels_for(backend).sort_edges(*kept.edges())
+    return Block(Chunk(u, v, key, eid, packing=kept.packing), [], backend), None
 
 
 def joining_rows(rows, mapped):
@@ -515,7 +540,7 @@ def labels_at(vl: VertexLabels, ids):
 
 def split_finished(vl: VertexLabels, bounds):
     """Tell the owners of the finished ids which of them this range of vertices holds."""
-    return vr.cut_values(-vl.labels - 1, bounds)
+    return vr.cut_values(host_kernels(), -vl.labels - 1, bounds)
 
 
 def serve_firsts(_owner, *parts):
@@ -539,7 +564,7 @@ def firsts(vl: VertexLabels, split_out, *answers):
     """``(labels, finished ids first seen here in vertex order)``: those this range numbers."""
     first = vr.answers_of(split_out, answers, dtype=bool)
     # where each id is first seen, over this range's vertices
-    at = vr.first_touch(split_out.at, split_out.at, split_out.ids.shape[0])[first]
+    at = host_kernels().first_touch(split_out.at, split_out.at, split_out.ids.shape[0])[first]
     mine = split_out.ids[first].astype(np.int64)
     return vl, mine[np.argsort(at, kind="stable")]
 

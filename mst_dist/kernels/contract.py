@@ -34,6 +34,16 @@ Edges are ordered strictly by ``(key, eid)``: ``key`` is the order-preserving
 and ``eid`` the global ``int64`` edge id.  Self-loops never enter a chunk.
 Results that leave a kernel as records (candidates, round maps, chosen edge
 ids, labels) are NumPy arrays on the host, whatever the backend.
+
+Ranged kernels
+--------------
+
+The rounds of a partitioned or spread run cut the component ids into ranges
+owned by tasks (:mod:`mst_dist.kernels.vertex_ranges`); their kernels
+(:data:`RANGED_FUNCTIONS`: a chunk's strict order, local ids, cheapest and
+lightest parallel edges; a range's merge and lookups) are part of the
+contract too.  They take host or backend arrays and give host arrays: what
+they make crosses workers or indexes host records.
 """
 from __future__ import annotations
 
@@ -45,6 +55,7 @@ import numpy as np
 __all__ = [
     "BACKENDS",
     "PHASE_FUNCTIONS",
+    "RANGED_FUNCTIONS",
     "ATTRIBUTES",
     "OPTIONAL_FUNCTIONS",
     "CAPABILITIES",
@@ -66,12 +77,20 @@ __all__ = [
 #: The backends, by the names :func:`mst_dist.kernels.backend` takes.
 BACKENDS = ("reference", "cpu", "gpu")
 
-#: The functions every backend exposes (see :class:`Backend` for each one's contract).
+#: The functions of rounds whose per-vertex state is cut into ranges (the partitioned and spread runs), every
+#: backend's too: a chunk's edges in the strict order, its local ids, its cheapest edges and lightest parallel
+#: edges; a range's merge of candidates and its lookups (see :mod:`mst_dist.kernels.vertex_ranges`, their glue).
+RANGED_FUNCTIONS = (
+    "sort_edges", "rank", "local_ids", "first_touch", "cheapest_sorted", "lightest_parallel", "cheapest_rows",
+    "positions", "sparse_values",
+)
+
+#: The functions every backend exposes, the ranged ones included (see :class:`Backend` for each one's contract).
 PHASE_FUNCTIONS = (
     "adopt", "prepare", "prepare_many", "concat", "map", "merge", "contract", "filter_nodes",
     "filter_edges", "split_light", "slice_edges", "sample", "solve_local", "compose_maps", "labels", "forest_ids",
     "to_device", "synchronize", "first_invalid_edge", "take_rows", "device_memory", "contract_interior",
-)
+) + RANGED_FUNCTIONS
 
 #: The attributes every backend has: what it is and what it can do (see :class:`Backend`).
 ATTRIBUTES = ("name", "xp", "kind", "supports_raw_solve", "scratch", "max_chunk_edges", "device_bytes_per_edge")
@@ -511,6 +530,49 @@ class Backend(Protocol):
         Any arrays: host or device, any dtypes (a device array is indexed on
         its device, then copied).
         """
+
+    # -- the ranged kernels (RANGED_FUNCTIONS): host or backend arrays in, host arrays out ---------------
+
+    def sort_edges(self, u, v, key, eid) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The edges in the strict ``(key, eid)`` order: every later step that drops edges keeps it, so the
+        first edge of a component (or of a pair of components) in this order is its cheapest."""
+
+    def rank(self, values) -> tuple[np.ndarray, np.ndarray]:
+        """``(distinct, inverse)``: the sorted distinct integers of ``values`` (their dtype) and each
+        value's index among them (int64): ``np.unique(values, return_inverse=True)``."""
+
+    def local_ids(self, u, v) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(ids, lu, lv)``: the sorted distinct ids (int64) the edges touch, and each end's index into them."""
+
+    def first_touch(self, lu, lv, k) -> np.ndarray:
+        """The first edge (position) at each of ``k`` local ids, ``len(lu)`` where none is (int64)."""
+
+    def cheapest_sorted(self, ids, lu, lv, u, v, key, eid) -> tuple[np.ndarray, ...]:
+        """The cheapest edge leaving each component the edges touch: ``(comp, key, eid, other)``, rows by
+        ``comp`` (``comp`` in ``ids``' dtype, ``other`` int64).
+
+        The edges are in the ``(key, eid)`` order (:meth:`sort_edges`) with
+        no self-loop; ``lu``/``lv`` index each end into ``ids`` (sorted,
+        distinct), so scratch is sized by the ids touched: a component's
+        cheapest edge is the first one touching it.
+        """
+
+    def lightest_parallel(self, lu, lv, k) -> np.ndarray:
+        """Positions (ascending) of the lightest edge of each unordered pair of ``k`` local ids, edges in the
+        ``(key, eid)`` order: the others are the heaviest edge of a cycle of two, in no spanning forest."""
+
+    def cheapest_rows(self, c, key, eid, span) -> np.ndarray:
+        """For each of ``span`` slots, the row with the least ``(key, eid)`` among those at it (``c``: each
+        row's slot; the first such row on a tie): the rows (int64), in slot order, slots with no row left out
+        (role: a range's merge of candidate tables)."""
+
+    def positions(self, table, ids) -> np.ndarray:
+        """Where each of ``ids`` goes in ``table`` (both sorted ascending): ``np.searchsorted(table, ids)``."""
+
+    def sparse_values(self, ids, values, lo, fin, asked) -> np.ndarray:
+        """The values (int64) of the ids ``asked`` (sorted, distinct, in ``[lo, ...)``) in a map kept over the
+        ids present only (``ids`` sorted, ``values`` beside them); an absent id ``x`` is finished, numbered
+        ``-(F + 1)`` with ``F = fin +`` its rank among the absent ids from ``lo``."""
 
 
 def slice_by_phases(kern, raw, offset, n_vertices, vmap=None, lo=None, hi=None):

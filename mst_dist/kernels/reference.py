@@ -13,6 +13,7 @@ import numpy as np
 
 from mst_dist.kernels.contract import (Candidates, Chunk, RoundTrace, SolveRound, Solution, packing_for,
                                        slice_by_phases, take_to_host, to_host)
+from mst_dist.kernels.ranged_xp import RangedKernels
 
 __all__ = ["ReferenceKernels", "weight_keys", "first_invalid_edge", "group_min"]
 
@@ -83,8 +84,9 @@ def _id_dtype(xp, n_vertices):
     return xp.int32 if n_vertices < 2**31 else xp.int64
 
 
-class ReferenceKernels:
-    """The kernel contract over ``xp`` (see :class:`mst_dist.kernels.contract.Backend`)."""
+class ReferenceKernels(RangedKernels):
+    """The kernel contract over ``xp`` (see :class:`mst_dist.kernels.contract.Backend`); the ranged kernels
+    are :mod:`mst_dist.kernels.ranged_xp`'s, over the same ``xp``."""
 
     name = "reference"
     #: The single-task solve over raw chunks is the CPU backend's alone.

@@ -4,10 +4,13 @@ The component id space ``[0, n)`` is cut by ``bounds`` (``R + 1`` ascending
 ints, ``bounds[0] == 0``, ``bounds[-1] == n``) into ``R`` ranges, each owned
 by one task.  A chunk never holds an ``n``-sized array: it works on the ids
 it touches, and asks the owners of their ranges for what it needs.  These
-are the pure array pieces of that (NumPy and the CPU kernels of
-:mod:`mst_dist.kernels.cpu.ranges`, no Dask): splitting requests by owner
-and putting the answers back in place, the cheapest edge per component, and
-hooking and pointer jumping over one range's table.
+are the host glue of that (NumPy, no Dask): splitting requests by owner and
+putting the answers back in place, narrowing what crosses workers, cutting
+candidate tables by range and merging them.  The kernels under them (a
+chunk's strict order, local ids and cheapest edges, a range's lookups) are
+the contract's ranged functions
+(:data:`mst_dist.kernels.contract.RANGED_FUNCTIONS`): the functions here
+that need one take the backend ``kern`` whose kernels they run.
 
 The strict order is ``(key, eid)``: ``key`` is the weight's order-preserving
 ``uint64`` image, ``eid`` the edge id.
@@ -18,11 +21,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from mst_dist.kernels.cpu.ranges import cheapest_rows, first_of_pairs, first_touch, positions, rank, sparse_values
 
 __all__ = ["distinct", "narrow", "even_bounds", "owner_of", "split_by_owner", "put_back", "Split", "EndsSplit",
-           "cut_sorted", "cut_ends", "cut_values", "ValuesSplit", "answers_of", "sort_edges", "local_ids", "rank",
-           "positions", "sparse_values", "SPARSE", "few", "cheapest_sorted", "lightest_parallel", "merge_cheapest",
+           "cut_sorted", "cut_ends", "cut_values", "ValuesSplit", "answers_of", "SPARSE", "few", "merge_cheapest",
            "split_candidates", "EMPTY_CANDIDATES"]
 
 
@@ -117,14 +118,16 @@ class EndsSplit(NamedTuple):
         return self.ids[self.cuts[r]:self.cuts[r + 1]]
 
 
-def cut_ends(u, v, bounds) -> EndsSplit:
-    """The distinct ids of edges ``(u, v)`` cut by the ranges of ``bounds``, and each end's index.
+def cut_ends(kern, u, v, bounds) -> EndsSplit:
+    """The distinct ids of edges ``(u, v)`` cut by the ranges of ``bounds``, and each end's index
+    (``kern``'s ``local_ids``).
 
-    >>> s = cut_ends(np.array([5, 1]), np.array([1, 8]), np.array([0, 3, 10]))
+    >>> from mst_dist.kernels import backend
+    >>> s = cut_ends(backend("reference"), np.array([5, 1]), np.array([1, 8]), np.array([0, 3, 10]))
     >>> [s.part(r).tolist() for r in range(2)], s.lu.tolist(), s.lv.tolist()
     ([[1], [5, 8]], [1, 0], [0, 2])
     """
-    ids, lu, lv = local_ids(u, v)
+    ids, lu, lv = kern.local_ids(u, v)
     return EndsSplit(narrow(ids, is_sorted=True), np.searchsorted(ids, bounds), lu.astype(np.int32),
                      lv.astype(np.int32))
 
@@ -141,15 +144,16 @@ class ValuesSplit(NamedTuple):
         return self.ids[self.cuts[r]:self.cuts[r + 1]]
 
 
-def cut_values(values, bounds) -> ValuesSplit:
-    """The distinct ``values`` cut by the ranges of ``bounds`` (one radix sort, :func:`rank`), and each
-    value's index among them.
+def cut_values(kern, values, bounds) -> ValuesSplit:
+    """The distinct ``values`` cut by the ranges of ``bounds`` (``kern``'s ``rank``), and each value's index
+    among them.
 
-    >>> s = cut_values(np.array([5, 1, 5, 8]), np.array([0, 3, 10]))
+    >>> from mst_dist.kernels import backend
+    >>> s = cut_values(backend("reference"), np.array([5, 1, 5, 8]), np.array([0, 3, 10]))
     >>> [s.part(r).tolist() for r in range(2)], s.at.tolist()
     ([[1], [5, 8]], [1, 0, 1, 2])
     """
-    ids, at = rank(values)
+    ids, at = kern.rank(values)
     return ValuesSplit(narrow(ids, is_sorted=True), np.searchsorted(ids, bounds), at)
 
 
@@ -182,47 +186,6 @@ def put_back(order, answers, dtype=np.int64):
 EMPTY_CANDIDATES = (np.zeros(0, np.int64), np.zeros(0, np.uint64), np.zeros(0, np.int64), np.zeros(0, np.int64))
 
 
-def sort_edges(u, v, key, eid):
-    """The edges in the strict ``(key, eid)`` order: every later step that drops edges keeps it, so the
-    first edge of a component (or of a pair of components) in this order is its cheapest."""
-    order = np.lexsort((eid, key))
-    return u[order], v[order], key[order], eid[order]
-
-
-def local_ids(u, v):
-    """``(ids, lu, lv)``: the sorted distinct ids the edges touch, and each end's index into them."""
-    m = u.shape[0]
-    ids, inv = rank(np.concatenate([np.asarray(u, np.int64), np.asarray(v, np.int64)]))
-    return ids, inv[:m], inv[m:]
-
-
-def cheapest_sorted(ids, lu, lv, u, v, key, eid):
-    """The cheapest edge leaving each component the edges touch: ``(comp, key, eid, other)``, rows by ``comp``.
-
-    The edges must be in the ``(key, eid)`` order (:func:`sort_edges`) and
-    hold no self-loop; ``lu``/``lv`` index each end into ``ids`` (sorted,
-    distinct), so the scratch is sized by the ids touched, not by the ids
-    there are: a component's cheapest edge is the first one touching it.
-    """
-    m = lu.shape[0]
-    if m == 0:
-        return EMPTY_CANDIDATES
-    first = first_touch(lu, lv, ids.shape[0])
-    at = np.flatnonzero(first < m)
-    f = first[at]
-    other = np.where(lu[f] == at, v[f], u[f])
-    return ids[at], key[f], eid[f], np.asarray(other, np.int64)
-
-
-def lightest_parallel(lu, lv, k):
-    """Positions (ascending) of the lightest edge of each pair of components, edges in the ``(key, eid)`` order.
-
-    The others are the heaviest edge of a cycle of two: in no spanning
-    forest (``k``: how many local ids there are).
-    """
-    return first_of_pairs(lu, lv, k)
-
-
 #: A range's state is kept over the components present where they are fewer than ``1 / SPARSE`` of the range
 SPARSE = 4
 
@@ -233,11 +196,11 @@ def few(present, width):
     return SPARSE * present < width
 
 
-def merge_cheapest(lo, hi, *tables):
+def merge_cheapest(kern, lo, hi, *tables):
     """Candidate tables of components in ``[lo, hi)`` combined: the cheapest row of each (associative,
-    commutative).  Scratch of ``hi - lo`` entries (one range's share, as its owner holds), or, where the
-    rows are few beside the range (a worker's own chunks merged first), of the components they hold:
-    one slot per distinct component, found by a radix sort of the rows' components."""
+    commutative), ``kern``'s ``cheapest_rows``.  Scratch of ``hi - lo`` entries (one range's share, as its
+    owner holds), or, where the rows are few beside the range (a worker's own chunks merged first), of the
+    components they hold: one slot per distinct component, found by ``kern``'s ``rank``."""
     tables = [t for t in tables if t[0].shape[0]]
     if not tables:
         return EMPTY_CANDIDATES
@@ -245,10 +208,10 @@ def merge_cheapest(lo, hi, *tables):
         return tables[0]
     comp, key, eid, other = (np.concatenate([t[j] for t in tables]) for j in range(4))
     if few(comp.shape[0], hi - lo):
-        ids, slot = rank(comp)
-        row = cheapest_rows(slot, key, eid, ids.shape[0])
+        ids, slot = kern.rank(comp)
+        row = kern.cheapest_rows(slot, key, eid, ids.shape[0])
     else:
-        row = cheapest_rows(comp - lo, key, eid, hi - lo)
+        row = kern.cheapest_rows(comp - lo, key, eid, hi - lo)
     return comp[row], key[row], eid[row], other[row]
 
 

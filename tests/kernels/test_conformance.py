@@ -451,6 +451,111 @@ def test_to_device_and_synchronize(kern):
 
 
 # ---------------------------------------------------------------------------
+# the ranged kernels: a partitioned round's chunk and range work
+# ---------------------------------------------------------------------------
+
+def assert_same_arrays(got, want):
+    """Host arrays (or tuples of them) equal in values and dtypes."""
+    got, want = (got, want) if isinstance(want, tuple) else ((got,), (want,))
+    assert len(got) == len(want)
+    for x, y in zip(got, want):
+        assert isinstance(x, np.ndarray)  # ranged results come back on the host
+        np.testing.assert_array_equal(x, y)
+        assert x.dtype == y.dtype
+
+
+def on_device(kern, *arrays):
+    """The arrays in the backend's own memory (a ranged kernel takes host or backend arrays)."""
+    return tuple(kern.to_device(a)[0] for a in arrays)
+
+
+def sorted_edges(ref, case, seed=0):
+    """A case's prepared edges, shuffled, then in the strict order by the reference: ``(shuffled, sorted)``."""
+    u, v, key, eid = prepared(ref, case).edges()
+    perm = np.random.default_rng(seed).permutation(u.shape[0])
+    shuffled = (u[perm], v[perm], key[perm], eid[perm])
+    return shuffled, ref.sort_edges(*shuffled)
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_ranged_sort_edges(kern, ref, case):
+    shuffled, want = sorted_edges(ref, case)
+    assert_same_arrays(kern.sort_edges(*shuffled), want)
+    assert_same_arrays(kern.sort_edges(*on_device(kern, *shuffled)), want)
+    _, _, key, eid = want
+    order = np.lexsort((eid, key))
+    np.testing.assert_array_equal(order, np.arange(key.shape[0]))  # the strict (key, eid) order
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_ranged_local_ids_and_rank(kern, ref, case):
+    _, (u, v, _, _) = sorted_edges(ref, case)
+    assert_same_arrays(kern.local_ids(u, v), ref.local_ids(u, v))
+    assert_same_arrays(kern.local_ids(*on_device(kern, u, v)), ref.local_ids(u, v))
+    for values in (u, np.asarray(u, np.int64) * 3 - 7, np.concatenate([v, u])[::-1]):
+        assert_same_arrays(kern.rank(values), ref.rank(values))
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_ranged_cheapest_sorted_and_first_touch(kern, ref, case):
+    _, (u, v, key, eid) = sorted_edges(ref, case, seed=1)
+    ids, lu, lv = ref.local_ids(u, v)
+    k = ids.shape[0]
+    assert_same_arrays(kern.first_touch(lu, lv, k), ref.first_touch(lu, lv, k))
+    assert_same_arrays(kern.first_touch(lu, lv, k + 3), ref.first_touch(lu, lv, k + 3))  # ids no edge touches
+    want = ref.cheapest_sorted(ids, lu, lv, u, v, key, eid)
+    assert_same_arrays(kern.cheapest_sorted(ids, lu, lv, u, v, key, eid), want)
+    assert_same_arrays(kern.cheapest_sorted(*on_device(kern, ids, lu, lv, u, v, key, eid)), want)
+    # the same cheapest edges as the map phase finds (there over component ids 0..n-1, here over ids)
+    _, cand = ref.map(prepared(ref, case), case[1])
+    np.testing.assert_array_equal(want[0], cand.comp)
+    np.testing.assert_array_equal(want[2], cand.eid)
+    np.testing.assert_array_equal(want[3], cand.other)
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_ranged_lightest_parallel(kern, ref, case):
+    _, (u, v, _, _) = sorted_edges(ref, case, seed=2)
+    ids, lu, lv = ref.local_ids(u, v)
+    want = ref.lightest_parallel(lu, lv, ids.shape[0])
+    assert_same_arrays(kern.lightest_parallel(lu, lv, ids.shape[0]), want)
+    pairs = {(min(a, b), max(a, b)) for a, b in zip(lu.tolist(), lv.tolist())}
+    assert len(want) == len(pairs) and np.all(np.diff(want) > 0)
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_ranged_cheapest_rows(kern, ref, case):
+    """A range's merge of the candidate tables of three chunks: every row of each, one slot a component."""
+    name, n, src, dst, w = case
+    raws, offsets = split3(src, dst, w)
+    parts = [ref.map(ref.prepare(r, off, n), n)[1] for r, off in zip(raws, offsets)]
+    comp, key, eid = (np.concatenate([p.arrays()[j] for p in parts]) for j in range(3))
+    for c, span in ((comp, n), (comp[::-1].copy(), n + 2)):
+        k, e = (key, eid) if c is comp else (key[::-1].copy(), eid[::-1].copy())
+        want = ref.cheapest_rows(c, k, e, span)
+        assert_same_arrays(kern.cheapest_rows(c, k, e, span), want)
+        merged = ref.merge(parts)
+        np.testing.assert_array_equal(c[want], merged.comp)
+        np.testing.assert_array_equal(e[want], merged.eid)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_ranged_positions_and_sparse_values(kern, ref, seed):
+    rng = np.random.default_rng(seed)
+    lo = int(rng.integers(0, 50))
+    width = int(rng.integers(1, 400)) if seed else 0
+    present = np.sort(rng.choice(np.arange(lo, lo + width), int(rng.integers(0, width + 1)), replace=False)) \
+        if width else np.zeros(0, np.int64)
+    values = rng.integers(-5, 1000, present.shape[0])
+    asked = np.sort(rng.choice(np.arange(lo, lo + width), int(rng.integers(0, width + 1)), replace=False)) \
+        if width else np.zeros(0, np.int64)
+    for table, ids in ((present, asked), (present.astype(np.int32), asked), (present, asked.astype(np.int32))):
+        assert_same_arrays(kern.positions(table, ids), ref.positions(table, ids))
+        assert_same_arrays(kern.sparse_values(table, values, lo, 7, ids), ref.sparse_values(table, values, lo, 7, ids))
+    assert_same_arrays(kern.positions(*on_device(kern, present, asked)), ref.positions(present, asked))
+
+
+# ---------------------------------------------------------------------------
 # the reference against plain Python, written from the contract's words
 # ---------------------------------------------------------------------------
 
@@ -606,3 +711,49 @@ def test_reference_filter_nodes_is_the_naive_one(ref, seed):
     for finish in (True, False):
         M, n_next, n_fin = ref.filter_nodes(root, has, 9, finish)
         assert (M.tolist(), n_next, n_fin) == naive_filter_nodes(root.tolist(), has.tolist(), 9, finish)
+
+
+def naive_first_touch(lu, lv, k):
+    first = [len(lu)] * k
+    for i in range(len(lu) - 1, -1, -1):
+        first[lu[i]] = i
+        first[lv[i]] = i
+    return first
+
+
+def naive_sparse_values(ids, values, lo, fin, asked):
+    """Each asked id's value, or for an absent one ``-(fin + its rank among the absent ids from lo) - 1``."""
+    present = dict(zip(ids, values))
+    out = []
+    for x in asked:
+        if x in present:
+            out.append(present[x])
+        else:
+            absent_before = (x - lo) - sum(1 for i in ids if i < x)
+            out.append(-(fin + absent_before) - 1)
+    return out
+
+
+def naive_cheapest_rows(c, key, eid):
+    best = {}
+    for i, (slot, k, e) in enumerate(zip(c, key, eid)):
+        if slot not in best or (k, e) < (key[best[slot]], eid[best[slot]]):
+            best[slot] = i
+    return [best[slot] for slot in sorted(best)]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_reference_ranged_kernels_are_the_naive_ones(ref, seed):
+    rng = np.random.default_rng(seed)
+    m, k = int(rng.integers(0, 200)), int(rng.integers(1, 40))
+    lu, lv = rng.integers(0, k, m), rng.integers(0, k, m)
+    assert ref.first_touch(lu, lv, k).tolist() == naive_first_touch(lu.tolist(), lv.tolist(), k)
+    c, key, eid = rng.integers(0, k, m), rng.integers(0, 4, m).astype(np.uint64), rng.integers(0, 6, m)
+    assert ref.cheapest_rows(c, key, eid, k).tolist() == naive_cheapest_rows(c.tolist(), key.tolist(), eid.tolist())
+    lo, width = int(rng.integers(0, 30)), int(rng.integers(1, 80))
+    ids = np.sort(rng.choice(np.arange(lo, lo + width), int(rng.integers(0, width + 1)), replace=False))
+    values = rng.integers(0, 100, ids.shape[0])
+    asked = np.sort(rng.choice(np.arange(lo, lo + width), int(rng.integers(0, width + 1)), replace=False))
+    assert ref.sparse_values(ids, values, lo, 5, asked).tolist() == \
+        naive_sparse_values(ids.tolist(), values.tolist(), lo, 5, asked.tolist())
+    assert ref.positions(ids, asked).tolist() == [sum(1 for i in ids.tolist() if i < x) for x in asked.tolist()]

@@ -10,7 +10,8 @@ Modules, one per part of the work:
 - :mod:`.slicing` -- a streaming pass's filter over raw edges, fused;
 - :mod:`.solve` -- the parallel single-task solve (every phase, in a loop), also
   straight over raw chunks (``solve_raw``: no prepared copy of every edge);
-- :mod:`.finish` -- round maps composed into labels, the forest's ids and rows.
+- :mod:`.finish` -- round maps composed into labels, the forest's ids and rows;
+- :mod:`.ranges` -- the ranged kernels (a partitioned round's chunk and range work).
 
 This module is the backend object :func:`mst_dist.kernels.backend` returns
 for ``"cpu"``: it has every function and attribute of
@@ -40,6 +41,9 @@ from mst_dist.kernels.cpu.finish import take_rows as _take_rows  # noqa: E402
 from mst_dist.kernels.cpu.phases import (  # noqa: E402
     contract, contract_interior, filter_edges, filter_nodes, map, merge, sample, split_light)
 from mst_dist.kernels.cpu.slicing import slice_edges  # noqa: E402
+from mst_dist.kernels.cpu.ranges import (  # noqa: E402
+    cheapest_rows, cheapest_sorted, first_touch, lightest_parallel, local_ids, positions, rank, sort_edges,
+    sparse_values)
 from mst_dist.kernels.cpu.solve import solve_local, solve_raw  # noqa: E402
 
 __all__ = [
@@ -48,6 +52,9 @@ __all__ = [
     "filter_nodes", "filter_edges", "split_light", "slice_edges", "sample", "solve_local", "compose_maps", "labels",
     "forest_ids", "to_device", "synchronize", "first_invalid_edge", "take_rows", "device_memory",
     "kind", "supports_raw_solve", "scratch", "max_chunk_edges", "device_bytes_per_edge", "solve_raw",
+    # the ranged kernels
+    "sort_edges", "rank", "local_ids", "first_touch", "cheapest_sorted", "lightest_parallel", "cheapest_rows",
+    "positions", "sparse_values",
     # the kernels' own helpers (not the contract's)
     "ARENA", "alloc_soa", "empty", "id_dtype", "weight_keys", "contract_interior",
 ]

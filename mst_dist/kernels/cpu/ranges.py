@@ -31,7 +31,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["rank", "first_touch", "first_of_pairs", "cheapest_rows", "positions", "sparse_values"]
+__all__ = ["rank", "local_ids", "sort_edges", "first_touch", "cheapest_sorted", "lightest_parallel", "first_of_pairs",
+           "cheapest_rows", "positions", "sparse_values"]
 
 _DIGIT = 11
 _BUCKETS = 1 << _DIGIT
@@ -258,3 +259,35 @@ def sparse_values(ids, values, lo, fin, asked):
         return np.zeros(0, np.int64)
     return _sparse_values(np.ascontiguousarray(ids), np.ascontiguousarray(values), np.int64(lo), np.int64(fin),
                           np.ascontiguousarray(asked))
+
+
+def sort_edges(u, v, key, eid):
+    """The edges in the strict ``(key, eid)`` order (one ``np.lexsort``)."""
+    order = np.lexsort((eid, key))
+    return u[order], v[order], key[order], eid[order]
+
+
+def local_ids(u, v):
+    """``(ids, lu, lv)``: the sorted distinct ids the edges touch (one :func:`rank`), and each end's index."""
+    m = u.shape[0]
+    ids, inv = rank(np.concatenate([np.asarray(u, np.int64), np.asarray(v, np.int64)]))
+    return ids, inv[:m], inv[m:]
+
+
+def cheapest_sorted(ids, lu, lv, u, v, key, eid):
+    """The cheapest edge leaving each component edges in the ``(key, eid)`` order touch: the first one
+    touching it (:func:`first_touch`), ``(comp, key, eid, other)``, rows by ``comp``."""
+    m = lu.shape[0]
+    if m == 0:
+        z = np.zeros(0, np.int64)
+        return z, np.zeros(0, np.uint64), z.copy(), z.copy()
+    first = first_touch(lu, lv, ids.shape[0])
+    at = np.flatnonzero(first < m)
+    f = first[at]
+    other = np.where(lu[f] == at, v[f], u[f])
+    return ids[at], key[f], eid[f], np.asarray(other, np.int64)
+
+
+def lightest_parallel(lu, lv, k):
+    """Positions (ascending) of the lightest edge of each pair of ``k`` local ids (:func:`first_of_pairs`)."""
+    return first_of_pairs(lu, lv, k)

@@ -9,7 +9,8 @@ Modules, one per part of the work:
 - :mod:`.phases` -- **map** (with the last round's **filter-edges** fused in),
   **merge**, **contract**, **filter-nodes**, **filter-edges**, the light/heavy
   split;
-- :mod:`.solve` -- the single-task solve on the device.
+- :mod:`.solve` -- the single-task solve on the device;
+- the ranged kernels of partitioned rounds: :mod:`mst_dist.kernels.ranged_xp` on ``xp``.
 
 Written once over an array module ``xp``: with ``cupy`` the kernels run on
 the worker's device; with ``numpy`` the very same code runs on the host,
@@ -28,6 +29,7 @@ from mst_dist.kernels.gpu.chunk import MAX_CHUNK
 from mst_dist.kernels.gpu.device import (
     GPU_INSTALL_HINT, GPUUnavailableError, array_module, device_memory, gpu_ready, synchronize, to_device)
 from mst_dist.kernels.gpu.solve import DEVICE_BYTES_PER_EDGE, solve_local as _solve_local
+from mst_dist.kernels.ranged_xp import RangedKernels
 from mst_dist.kernels.reference import ReferenceKernels
 
 __all__ = [
@@ -42,12 +44,13 @@ __all__ = [
 ]
 
 
-class GPUKernels:
+class GPUKernels(RangedKernels):
     """The GPU kernels on one array module (see :class:`mst_dist.kernels.contract.Backend`).
 
     ``xp``: ``"cupy"``, ``"numpy"`` (the stand-in) or the module itself.
     Chunks are packed (:mod:`.chunk`).  The round maps' composition, the
-    labels and the forest ids are the reference's array code on ``xp``.
+    labels and the forest ids are the reference's array code on ``xp``, and
+    so are the ranged kernels (:mod:`mst_dist.kernels.ranged_xp`, on the device).
     """
 
     name = "gpu"
