@@ -48,9 +48,12 @@ def _path(name, value):
     if value is None:
         return None
     try:
-        return os.fspath(value)
+        path = os.fspath(value)
     except TypeError:
         _fail(name, f"expected a path (str or os.PathLike), got {type(value).__name__} {value!r}")
+    from mst_dist.io.urls import check_path
+
+    return check_path(path, name)  # a malformed URL is never taken for a local directory
 
 
 @dataclass(frozen=True)

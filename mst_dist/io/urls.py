@@ -26,11 +26,89 @@ import os
 import posixpath
 import re
 import secrets
+import threading
 
-__all__ = ["URL", "atomic_url_dir", "atomic_url_file", "check_writable_prefix", "exists", "filesystem", "getsize",
-           "glob", "is_url", "isdir", "join", "list_files", "local_path", "open_binary", "url"]
+from mst_dist.errors import ConfigError
+
+__all__ = ["URL", "atomic_url_dir", "atomic_url_file", "check_path", "check_writable_prefix", "exists", "filesystem",
+           "getsize", "glob", "is_url", "isdir", "join", "list_files", "local_path", "open_binary", "url"]
 
 _PROTOCOL = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
+#: A protocol's name and colon, two letters or more (``C:`` is a Windows drive, not a protocol).
+_SCHEME = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]+):")
+
+#: Seconds a store is given to answer the first look at a URL (a trial write, whether it is a
+#: prefix) before the run is refused, naming the endpoint, rather than left waiting.
+STORE_TIMEOUT = 60.0
+
+
+def known_protocols():
+    """The protocols fsspec knows (whose packages may still need installing), sorted."""
+    import fsspec
+
+    return sorted(set(fsspec.available_protocols()) - {"async_wrapper", "asyncwrapper"})
+
+
+def check_path(path, what="path", storage_options=None):
+    """``path`` if it is a local path or a URL of a protocol fsspec knows, else a
+    :class:`~mst_dist.errors.ConfigError` naming ``what`` and the known protocols.
+
+    Refused: a path that starts as a URL but is not one (``s3:/bucket/ck``,
+    ``s3:bucket``: never taken for a local directory), an unknown protocol
+    (``s4://...``), and ``storage_options`` that are not a dict.
+    """
+    if storage_options is not None and not isinstance(storage_options, dict):
+        raise ConfigError(f"storage_options must be a dict of the file system's options (as dask.dataframe "
+                          f"takes them), got {type(storage_options).__name__}", key="storage_options")
+    if not isinstance(path, str) or isinstance(path, URL):
+        return path
+    m = _SCHEME.match(path)
+    if m is None:
+        return path
+    proto, rest = m.group(1).lower(), path[m.end():]
+    known = known_protocols()
+    if rest.startswith("//"):
+        if proto not in known:
+            raise ConfigError(f"{what} {path!r}: unknown protocol {proto}://; known protocols: "
+                              f"{', '.join(known)}", key=what)
+        return path
+    if proto in known or rest.startswith("/"):
+        raise ConfigError(f"{what} {path!r} looks like a URL but is not one (a {proto} URL is written "
+                          f"{proto}://bucket/path); write it in full, or ./{path} for a local path. Known "
+                          f"protocols: {', '.join(known)}", key=what)
+    return path
+
+
+def endpoint(path):
+    """Where the store of the URL ``path`` is reached: its ``endpoint_url`` option, else its protocol's own."""
+    options = dict(getattr(path, "storage_options", None) or {})
+    ep = options.get("endpoint_url") or (options.get("client_kwargs") or {}).get("endpoint_url")
+    return ep or f"the default {_protocol(path)}:// endpoint"
+
+
+def bounded(call, path, what, timeout=None):
+    """``call()``, or a :class:`TimeoutError` naming ``what``, the URL and its endpoint when the store
+    gives no answer within ``timeout`` seconds (:data:`STORE_TIMEOUT`): a store that accepts a
+    connection and never answers does not leave the caller waiting."""
+    timeout = STORE_TIMEOUT if timeout is None else timeout
+    box = {}
+
+    def run():
+        try:
+            box["value"] = call()
+        except BaseException as e:  # handed to the caller
+            box["error"] = e
+
+    t = threading.Thread(target=run, name="mst-store-look", daemon=True)
+    t.start()
+    t.join(timeout)
+    if t.is_alive():
+        raise TimeoutError(f"{what} {str(path)!r}: the store at {endpoint(path)} gave no answer in {timeout:g} s; "
+                           f"check the endpoint (storage_options' endpoint_url), the network and the "
+                           f"credentials")
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")
 
 
 def is_url(path) -> bool:
@@ -61,7 +139,9 @@ class URL(str):
 
 
 def url(path, storage_options=None):
-    """``path`` as a :class:`URL` when it is one (with ``storage_options``), else unchanged."""
+    """``path`` as a :class:`URL` when it is one (with ``storage_options``), else unchanged;
+    :func:`check_path` refuses a malformed one."""
+    check_path(path, "path", storage_options)
     if is_url(path):
         return URL(path, storage_options)
     return path
@@ -110,7 +190,7 @@ def isdir(path) -> bool:
     if not is_url(path):
         return os.path.isdir(path)
     fs, p = filesystem(path)
-    return fs.isdir(p)
+    return bounded(lambda: fs.isdir(p), path, "path")
 
 
 def _protocol(path):
@@ -155,10 +235,16 @@ def check_writable_url(path, what, storage_options=None):
     fs, p = filesystem(path, storage_options)
     parent = posixpath.dirname(p.rstrip("/"))
     probe = f"{parent}/.{posixpath.basename(p.rstrip('/'))}.{secrets.token_hex(4)}.probe"
-    try:
+    def trial():
         with fs.open(probe, "wb") as f:
             f.write(b"")
         fs.rm(probe)
+
+    try:
+        bounded(trial, URL(str(path), {**dict(getattr(path, "storage_options", None) or {}),
+                                       **(storage_options or {})}), what)
+    except TimeoutError:
+        raise
     except Exception as e:
         raise PermissionError(f"{what} {str(path)!r}: cannot write next to it ({type(e).__name__}: {e})") from None
     return path
@@ -214,9 +300,15 @@ def check_writable_prefix(path, what, storage_options=None):
     """
     fs, p = filesystem(path, storage_options)
     probe = f"{p.rstrip('/')}/.{secrets.token_hex(4)}.probe"
-    try:
+    def trial():
         with fs.open(probe, "wb") as f:
             f.write(b"")
+
+    try:
+        bounded(trial, URL(str(path), {**dict(getattr(path, "storage_options", None) or {}),
+                                       **(storage_options or {})}), what)
+    except TimeoutError:
+        raise
     except Exception as e:
         raise PermissionError(f"{what} {str(path)!r}: cannot write under it ({type(e).__name__}: {e})") from None
     try:
