@@ -10,7 +10,8 @@
   right after one is the output it must print); ``yaml`` blocks parse, and those
   that are run configs pass the loader; shell blocks marked ``<!-- run -->`` run,
   and every ``mst-dist`` command of the others parses with the command line's own
-  parser.  A block that cannot run here says why, in a ``<!-- not run: REASON -->``
+  parser, every benchmark command (``python -m benchmarks...``) with its module's own.
+  A block that cannot run here says why, in a ``<!-- not run: REASON -->``
   line right above it.
 """
 from __future__ import annotations
@@ -168,6 +169,77 @@ def test_shell_commands_parse():
                     build_parser().parse_args(argv)
                 except SystemExit as e:
                     pytest.fail(f"{b}: `mst-dist {' '.join(argv)}` is refused by the parser (exit {e.code})")
+                checked += 1
+    assert checked > 0
+
+
+def _benchmark_commands(code):
+    """The benchmark commands of a shell block (``python -m benchmarks...``, ``python benchmarks/NAME.py``),
+    as ``(module, argv)`` pairs; leading ``VAR=value`` settings dropped."""
+    commands = []
+    for line in code.replace("\\\n", " ").splitlines():
+        for part in re.split(r"&&|\|\||;|\|", line):
+            try:
+                words = shlex.split(part, comments=True)
+            except ValueError:
+                continue
+            while words and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", words[0]):
+                words.pop(0)
+            if words[:2] == ["python", "-m"] and len(words) > 2 and words[2].split(".")[0] == "benchmarks":
+                commands.append((words[2], words[3:]))
+            elif words[:1] == ["python"] and len(words) > 1 and re.fullmatch(r"benchmarks/\w+\.py", words[1]):
+                commands.append((words[1][:-3].replace("/", "."), words[2:]))
+    return commands
+
+
+class _Parsed(Exception):
+    """Raised in place of running a benchmark, once its command line has parsed."""
+
+
+def test_benchmark_commands_parse(monkeypatch):
+    """Every benchmark command of the pages is a module of ``benchmarks/`` whose own parser accepts it;
+    ``python -m benchmarks CONFIG`` names a config that exists, with its graphs for ``--only`` and
+    known methods for ``--methods``."""
+    import argparse
+    import importlib
+
+    from benchmarks.config import ALL_METHODS
+    from benchmarks.scale import SCALE_METHODS
+
+    parse = argparse.ArgumentParser.parse_args
+
+    def parse_then_stop(self, args=None, namespace=None):
+        raise _Parsed(parse(self, args, namespace))
+
+    monkeypatch.setattr(argparse.ArgumentParser, "parse_args", parse_then_stop)
+    checked = 0
+    for page in PAGES:
+        for b in blocks(page):
+            if b.lang not in SHELL:
+                continue
+            for name, argv in _benchmark_commands(b.code):
+                command = f"`python -m {name} {' '.join(argv)}`"
+                try:
+                    module = importlib.import_module(name)
+                except ImportError as e:
+                    pytest.fail(f"{b}: {command} names no benchmark module ({e})")
+                entry = module.cli if name == "benchmarks" else module.main
+                try:
+                    entry(argv)
+                except _Parsed as parsed:
+                    args = parsed.args[0]
+                except SystemExit as e:
+                    pytest.fail(f"{b}: {command} is refused by its parser (exit {e.code})")
+                else:
+                    pytest.fail(f"{b}: {command} ran without parsing a command line")
+                if name == "benchmarks":
+                    config = ROOT / args.config
+                    assert config.is_file(), f"{b}: {command}: no config {args.config}"
+                    graphs = {g["name"] for g in yaml.safe_load(config.read_text())["graphs"]}
+                    for graph in (args.only.split(",") if args.only else []):
+                        assert graph in graphs, f"{b}: {command}: no graph {graph} in {args.config}"
+                    for method in (args.methods.split(",") if args.methods else []):
+                        assert method in ALL_METHODS + tuple(SCALE_METHODS), f"{b}: {command}: no method {method}"
                 checked += 1
     assert checked > 0
 
