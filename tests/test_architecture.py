@@ -24,6 +24,7 @@ LAYERS = [
     ("graph", "result", "config", "environment", "_version",
      "clustering"),                        # the forest's hierarchy, flat clusters, levels; kNN graphs
     ("kernels",),                          # arrays in, arrays out
+    ("phases",),                           # the names of a run's phases and tasks: imports nothing of mst_dist
     ("errors",),                           # every error class, one base: imports nothing of mst_dist
 ]
 _RANK = {name: i for i, names in enumerate(LAYERS) for name in names}
