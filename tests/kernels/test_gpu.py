@@ -19,6 +19,7 @@ from mst_dist.kernels.contract import packing_for
 from mst_dist.kernels.gpu.chunk import hi_keys, pack
 from support.naive import kruskal
 from support.cases import ALL, EngineCases, check
+from support.oracle import assert_result, expected
 
 DTYPES = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint32, np.uint64,
           np.float16, np.float32, np.float64, np.bool_]
@@ -162,6 +163,40 @@ class TestMixedCluster(EngineCases):
     def run(self, g, request):
         return mst_dist.minimum_spanning_forest(g, request.getfixturevalue("mixed"), partitions=6,
                                                 local_finish=0, throughput={"gpu": 1, "cpu": 1})
+
+
+@pytest.fixture
+def ranged_calls(monkeypatch):
+    """How often the GPU kernels' ranged functions run (the workers are in this process)."""
+    from mst_dist.kernels.contract import RANGED_FUNCTIONS
+    from mst_dist.kernels.gpu import GPUKernels
+
+    calls = dict.fromkeys(RANGED_FUNCTIONS, 0)
+    for name in RANGED_FUNCTIONS:
+        def counted(self, *args, _name=name, _inner=getattr(GPUKernels, name)):
+            calls[_name] += 1
+            return _inner(self, *args)
+        monkeypatch.setattr(GPUKernels, name, counted)
+    return calls
+
+
+@pytest.mark.parametrize("mode", [{"mst.local-contraction": "never"}, {"mst.local-contraction": "always"},
+                                  {"mst.stream": "always"}], ids=["partitioned", "local-contraction-first", "spread"])
+@pytest.mark.parametrize("case", [c for c in ALL if c[0] in ("wikipedia", "parallel-edges", "erdos_renyi-1",
+                                                             "int64-extremes")], ids=lambda c: c[0])
+def test_partitioned_rounds_on_a_gpu_worker(gclient, ranged_calls, case, mode):
+    """backend="gpu", every round partitioned: the chunks' ranged kernels are the GPU's (here on NumPy),
+    and the forest is Kruskal's."""
+    name, n, src, dst, w = case
+    g = mst_dist.Graph.from_arrays(src, dst, w, n_vertices=n)
+    settings = {"mst.vertex-base": 0, "mst.vertex-ranges": 3, "mst.slice-edges": max(1, g.n_edges // 3), **mode}
+    with dask.config.set(settings):
+        res = mst_dist.minimum_spanning_forest(g, gclient, backend="gpu", vertex_partition="always", partitions=3,
+                                               local_finish=0, split_every=2)
+    assert res.stats.kind == ("spread-streaming" if "mst.stream" in mode else "partitioned")
+    assert_result(res, expected(g))
+    assert ranged_calls["sort_edges"] >= 3  # every chunk put in the strict order by the GPU's kernels
+    assert ranged_calls["local_ids"] + ranged_calls["rank"] > 0 and ranged_calls["cheapest_sorted"] > 0
 
 
 def test_gpu_rounds_report_host_device_traffic(gclient):

@@ -53,7 +53,8 @@ def contract_locally(run, st):
     with Batch(c) as b:
         labels = [b.submit(ranged.first_labels, int(lo), int(hi), key=key("labels-init", rnd, r), **rpins[r])
                   for r, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:]))]
-        loaded = [b.submit(ranged.prepare_local, raw, off, n, key=key("local-prepare", rnd, i), **run.pins[i])
+        loaded = [b.submit(ranged.prepare_local, raw, off, n, backend=run.spec.backend,
+                           key=key("local-prepare", rnd, i), **run.pins[i])
                   for i, (raw, off) in enumerate(zip(st.raws, st.offsets))]
     split = functools.partial(ranged.split_ends, bounds=bounds)
     if run.spec.local_contraction == "auto":

@@ -113,8 +113,9 @@ class PartitionedRun(ResidentRun):
             bounds = even_bounds(n, self.n_ranges)
             lpins = self._range_pins(bounds.shape[0] - 1)
             with Batch(c) as b:
-                mapped = [b.submit(ranged.prepare, raw, off, n, bounds, key=self.builder.key("prepare", 0, i),
-                                   **self.pins[i]) for i, (raw, off) in enumerate(zip(st.raws, st.offsets))]
+                mapped = [b.submit(ranged.prepare, raw, off, n, bounds, backend=self.spec.backend,
+                                   key=self.builder.key("prepare", 0, i), **self.pins[i])
+                          for i, (raw, off) in enumerate(zip(st.raws, st.offsets))]
                 labels = [b.submit(ranged.first_labels, int(lo), int(hi), key=self.builder.key("labels-init", 0, r),
                                    **lpins[r]) for r, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:]))]
             n_comp, finished = n, 0
@@ -160,8 +161,8 @@ class PartitionedRun(ResidentRun):
         labels, forest = self.ckpt.resume_parts(vertex_bounds, self.chunk_bounds)
         n_comp = saved.components
         nxt = next_bounds(self, n_comp)
-        loaded = [c.submit(ranged.prepare_resumed, raw, off, n, forest[i], key=key("resume-prepare", saved.round, i),
-                           **self.pins[i])
+        loaded = [c.submit(ranged.prepare_resumed, raw, off, n, forest[i], backend=self.spec.backend,
+                           key=key("resume-prepare", saved.round, i), **self.pins[i])
                   for i, (raw, off) in enumerate(zip(st.raws, st.offsets))]
         kwargs = [{"n_next": n_comp, "next_bounds": nxt, "chosen_bundles": [], "chosen_at": 0}] * len(loaded)
         mapped = self._exchange("resume", saved.round, loaded, labels,

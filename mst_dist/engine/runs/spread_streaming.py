@@ -130,7 +130,8 @@ class SpreadStreamingRun(SlicedPasses, PartitionedRun):
             kept, kept_rows, stats = self._read(st, k, lo, hi, chunks)
             wpins = chunk_pins(c, [self.places[i] for i in chunks], kept)
             with Batch(c) as b:
-                blocks = [b.submit(ranged.slice_block, kc, key=key("pass-block", k, i), **p)
+                blocks = [b.submit(ranged.slice_block, kc, backend=self.spec.backend,
+                                   key=key("pass-block", k, i), **p)
                           for i, kc, p in zip(chunks, kept, wpins)]
             out = self._exchange("pass-relabel", k, blocks, st.labels, split=split, serve=ranged.serve_map,
                                  assemble=ranged.filter_block, pins=wpins, assemble_kwargs=[kwargs] * len(blocks),
