@@ -272,8 +272,8 @@ class SolveRound:
     ``light``: a round of a light-edge pass (components without an edge
     stay live); ``filter_pass``: not a round but the relabelling of edges
     between passes (only ``filter-edges`` time, no forest edges).
-    ``phase_seconds`` maps phase names (``map``, ``contract``,
-    ``filter-edges``, ``filter-nodes``) to kernel seconds.
+    ``phase_seconds`` maps phases (:class:`mst_dist.phases.Phase`: ``map``,
+    ``contract``, ``filter-edges``, ``filter-nodes``) to kernel seconds.
     """
 
     components_before: int

@@ -14,6 +14,7 @@ import numpy as np
 from mst_dist.kernels.contract import (Candidates, Chunk, RoundTrace, SolveRound, Solution, packing_for,
                                        slice_by_phases, take_to_host, to_host)
 from mst_dist.kernels.ranged_xp import RangedKernels
+from mst_dist.phases import Phase
 
 __all__ = ["ReferenceKernels", "weight_keys", "first_invalid_edge", "group_min"]
 
@@ -293,7 +294,7 @@ class ReferenceKernels(RangedKernels):
             m0 = len(chunk)
             chunk = self.filter_edges(chunk, relabel)
             rounds.append(SolveRound(int(relabel.shape[0]), int(n_comp), m0, len(chunk), 0,
-                                     {"filter-edges": time.perf_counter() - t0}, filter_pass=True))
+                                     {Phase.FILTER_EDGES: time.perf_counter() - t0}, filter_pass=True))
         n = int(n_comp)
         fin = int(finished_offset)
         maps, chosen = [], []
@@ -307,7 +308,7 @@ class ReferenceKernels(RangedKernels):
             chunk = self.filter_edges(chunk, M)
             t3 = time.perf_counter()
             rounds.append(SolveRound(n, n_next, m0, len(chunk), int(ch.shape[0]),
-                                     {"map": t1 - t0, "contract": t2 - t1, "filter-edges": t3 - t2}))
+                                     {Phase.MAP: t1 - t0, Phase.CONTRACT: t2 - t1, Phase.FILTER_EDGES: t3 - t2}))
             maps.append(M)
             chosen.append(ch)
             fin += n_fin

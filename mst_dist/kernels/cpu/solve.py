@@ -17,6 +17,7 @@ from mst_dist.kernels.cpu.chunk import adopt, id_dtype, weight_keys
 from mst_dist.kernels.cpu.finish import compose_maps
 from mst_dist.kernels.cpu.phases import KMAX, jump, number
 from mst_dist.kernels.cpu.slicing import slice_many
+from mst_dist.phases import Phase
 
 __all__ = ["solve_local", "solve_raw"]
 
@@ -323,7 +324,7 @@ class _Solver:
             t4 = time.perf_counter()
             # merge, contract and filter-nodes are one fused kernel here
             trace.append(SolveRound(n_cur, n_next, m_before, S.m, int(n_ch),
-                                    {"map": t1 - t0, "contract": t3 - t1, "filter-edges": t4 - t3},
+                                    {Phase.MAP: t1 - t0, Phase.CONTRACT: t3 - t1, Phase.FILTER_EDGES: t4 - t3},
                                     light=not finish))
             self.fin += int(n_f)
             self.n_cur = n_next
@@ -341,7 +342,7 @@ class _Solver:
         lmaps = self.boruvka(L, False)
         if len(self.trace) > first:
             ps = self.trace[first].phase_seconds
-            ps["filter-edges"] = ps.get("filter-edges", 0.0) + split_seconds
+            ps[Phase.FILTER_EDGES] = ps.get(Phase.FILTER_EDGES, 0.0) + split_seconds
         if not lmaps:
             return None
         P = lmaps[0].copy()
@@ -355,7 +356,7 @@ class _Solver:
         if self.dedupe > 0 and S.m > self.dedupe * self.n_cur:
             _p_dedupe(S.u, S.v, S.key, S.eid, S.seg, S.cnt)
         self.trace.append(SolveRound(n_before, self.n_cur, m_before, S.m, 0,
-                                     {"filter-edges": time.perf_counter() - t0}, filter_pass=True))
+                                     {Phase.FILTER_EDGES: time.perf_counter() - t0}, filter_pass=True))
 
     def dense(self, m):
         return self.n_cur and m > self.min_degree * self.n_cur and self.light_factor > 0
@@ -391,7 +392,7 @@ class _Solver:
             return Solution(M, np.zeros(0, np.int64), int(n_comp), self.trace)
         t0 = time.perf_counter()
         final = compose_maps(self.maps)
-        self.trace[-1].phase_seconds["filter-nodes"] = time.perf_counter() - t0
+        self.trace[-1].phase_seconds[Phase.FILTER_NODES] = time.perf_counter() - t0
         return Solution(final, self.ch_buf[:self.n_chosen], self.fin - int(finished_offset), self.trace)
 
 
@@ -436,7 +437,7 @@ def solve_local_dedupe(chunk, n_comp, finished_offset=0, *, relabel=None, light_
         m_before = S.m
         _p_relabel(S.u, S.v, S.key, S.eid, S.seg, S.cnt, relabel)
         sv.trace.append(SolveRound(int(relabel.shape[0]), int(n_comp), m_before, S.m, 0,
-                                   {"filter-edges": time.perf_counter() - t0}, filter_pass=True))
+                                   {Phase.FILTER_EDGES: time.perf_counter() - t0}, filter_pass=True))
     sv.run(S)
     return sv.solution(n_comp, finished_offset)
 

@@ -11,6 +11,7 @@ from mst_dist.kernels.contract import LOW32, RoundTrace, SolveRound, Solution, t
 from mst_dist.kernels.gpu.device import clock, to_device
 from mst_dist.kernels.gpu.chunk import MAXKEY
 from mst_dist.kernels.gpu.phases import best_edges, filter_edges, filter_nodes, hook, jump
+from mst_dist.phases import Phase
 
 __all__ = ["solve_local", "DEVICE_BYTES_PER_EDGE"]
 
@@ -67,8 +68,8 @@ def _rounds(u, v, pk, n, cur, fin, eid, xp, *, finish, chosen, trace, dedupe, li
                 u, v, pk = _lightest_parallel(u, v, pk, xp)
         t4 = clock(xp)
         trace.append(SolveRound(n, n_next, m_in, int(u.shape[0]), int(cpos.shape[0]),
-                                {"map": t1 - t0, "contract": t2 - t1, "filter-edges": (t4 - t3) + extra_s,
-                                 "filter-nodes": t3 - t2}, light=light))
+                                {Phase.MAP: t1 - t0, Phase.CONTRACT: t2 - t1, Phase.FILTER_EDGES: (t4 - t3) + extra_s,
+                                 Phase.FILTER_NODES: t3 - t2}, light=light))
         extra_s = 0.0
         fin += n_fin
         n = n_next
@@ -131,7 +132,7 @@ def solve_local(chunk, n_comp, finished_offset=0, *, relabel=None, light_factor=
             if dedupe > 0 and u.shape[0] > dedupe * n:
                 u, v, pk = _lightest_parallel(u, v, pk, xp)
             trace.append(SolveRound(n, n, m_heavy, int(u.shape[0]), 0,
-                                    {"filter-edges": clock(xp) - t1}, filter_pass=True))
+                                    {Phase.FILTER_EDGES: clock(xp) - t1}, filter_pass=True))
     _, _, _, n, cur, fin = _rounds(u, v, pk, n, cur, fin, chunk.eid, xp, finish=True, chosen=chosen,
                                    trace=trace, dedupe=dedupe, extra_s=extra)
     ids = xp.concatenate(chosen) if chosen else xp.zeros(0, xp.int64)
