@@ -8,11 +8,13 @@ workers/cpu-worker.yaml as shipped (loopback) on another host is refused before 
 with workers/cpu-worker-hosts.yaml the forest is Kruskal's; a checkpoint, an output and an input
 in a directory one worker does not share (a tmpfs mounted over it in that worker's namespace) are
 refused before any work, naming that worker.  Needs root and iproute2 (skips without them, fails
-under CI, where .ci/run installs iproute2 and runs as root).
+under CI, where .ci/run installs iproute2 and runs as root).  And, on this host, TLS workers as the
+clusters guide makes them: its openssl commands, its worker spec, its scheduler and submit flags.
 """
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 
@@ -179,3 +181,58 @@ def test_a_worker_on_loopback_is_refused_then_one_per_host_solves(hosts, tmp_pat
     assert status == 0, err[-3000:]
     assert_forest_file(str(tmp_path / "forest.npz"), exp)
     assert not [n for n in os.listdir(tmp_path) if n.startswith(".mst-dist-probe")]
+
+
+def _doc_block(lang, holding):
+    """The first ``lang`` block of docs/guide/clusters.md holding ``holding``."""
+    text = open(os.path.join(ROOT, "docs", "guide", "clusters.md"), encoding="utf-8").read()
+    for m in re.finditer(r"^```(\w+)\n(.*?)^```", text, re.M | re.S):
+        if m[1] == lang and holding in m[2]:
+            return m[2]
+    raise AssertionError(f"docs/guide/clusters.md: no {lang} block holding {holding!r}")
+
+
+def test_tls_workers_as_the_guide_makes_them(tmp_path):
+    """The guide's openssl commands, its TLS worker spec and its TLS `dask scheduler` and `submit` flags:
+    a worker joins over tls:// and the forest is Kruskal's (on this host: Dask checks the chain, not the
+    addresses the certificates carry)."""
+    from support import needs
+
+    needs.program("openssl", "apt-get install openssl")
+    env = cli_env()
+    certs = subprocess.run(["bash", "-c", "set -euo pipefail\n" + _doc_block("bash", "openssl req -x509")],
+                           cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert certs.returncode == 0, certs.stderr[-2000:]
+    spec = yaml.safe_load(_doc_block("yaml", "tls_worker_cert"))
+    spec["opts"].update(nthreads=1, memory_limit="1GiB")
+    spec["opts"]["security"] = {k: str(tmp_path / v) for k, v in spec["opts"]["security"].items()}
+    (tmp_path / "worker-tls.yaml").write_text(yaml.safe_dump(spec))
+    info = tmp_path / "scheduler.json"
+    tls = ["--tls-ca-file", "ca.pem", "--tls-cert", "scheduler.pem", "--tls-key", "scheduler-key.pem"]
+    started = [subprocess.Popen([sys.executable, "-m", "dask", "scheduler", "--host", "127.0.0.1", "--port", "0",
+                                 "--dashboard-address", "127.0.0.1:0", "--protocol", "tls", *tls,
+                                 "--scheduler-file", str(info), "--preload", "mst_dist.diagnostics.dashboard"],
+                                cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                start_new_session=True)]
+    try:
+        wait_for(lambda: info.exists() and info.stat().st_size > 0, 60, "the scheduler's file")
+        address = json.loads(info.read_text())["address"]
+        assert address.startswith("tls://")
+        started.append(subprocess.Popen([sys.executable, "-m", "dask", "spec", address, "--spec-file",
+                                         "worker-tls.yaml"], cwd=tmp_path, env=env, stdout=subprocess.DEVNULL,
+                                        stderr=subprocess.DEVNULL, start_new_session=True))
+        p = subprocess.run([*CLI, "submit", "--scheduler", address, "--generate", "grid", "--rows", "20", "--cols",
+                            "20", "--seed", "5", "-q", "--output", "forest.npz", "--tls-ca-file", "ca.pem",
+                            "--tls-cert", "client.pem", "--tls-key", "client-key.pem"],
+                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180)
+        assert p.returncode == 0, p.stderr[-3000:]
+        assert_forest_file(str(tmp_path / "forest.npz"), expected(mst_dist.generate("grid", rows=20, cols=20,
+                                                                                    seed=5)))
+    finally:
+        for proc in reversed(started):
+            try:
+                os.killpg(proc.pid, signal.SIGTERM)
+                proc.wait(20)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(10)
