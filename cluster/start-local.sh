@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Start a Dask scheduler with the MST dashboard page and N CPU workers by hand,
-# on this machine (for a real cluster, run `dask spec ADDRESS --spec-file
-# workers/cpu-worker.yaml` on each node with the spec's `host` replaced by the
-# node's interface).
+# on this machine (for several hosts, run `dask spec ADDRESS --spec-file
+# workers/cpu-worker-hosts.yaml` on each node against a scheduler listening on
+# the network: docs/guide/clusters.md, "Several machines").
 #
 #   cluster/start-local.sh [N_WORKERS]        # prints the scheduler's address; in another shell:
 #   mst-dist submit --scheduler tcp://127.0.0.1:PORT configs/quickstart.yaml
