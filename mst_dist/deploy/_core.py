@@ -80,23 +80,47 @@ def memory_limit_value(value):
     return int(value) if value > 1 else value
 
 
-def wait_for_workers(client, cfg, what, n=1):
+#: Seconds between :func:`wait_for_workers`' reminders that it is still waiting.
+WAIT_REMINDER = 30
+
+
+def wait_for_workers(client, cfg, what, n=1, level=logging.INFO, every=WAIT_REMINDER):
     """Wait up to ``cluster.wait_timeout`` for ``n`` workers; with fewer but some, go on with those.
 
+    Unless they are there at once, says what it waits for (a ``level`` log
+    line: the command line shows warnings) then, and every ``every`` seconds.
     Raises :class:`TimeoutError` when none joined in time.
     """
+    import time
+
     from mst_dist.engine.cluster_info import scheduler_workers
 
     timeout = cfg.get("wait_timeout") or 600
-    try:
-        client.wait_for_workers(n, timeout=timeout)
-    except TimeoutError:
+    start = time.monotonic()
+    step, said = min(0.5, timeout), False  # workers already there: no word
+    while True:
+        try:
+            client.wait_for_workers(n, timeout=step)
+            return
+        except TimeoutError:
+            pass
+        waited = time.monotonic() - start
+        if waited >= timeout:
+            break
         have = len(scheduler_workers(client))
-        if not have:
-            raise TimeoutError(f"{what}: no worker joined within {timeout:g} s (cluster.wait_timeout); "
-                               "are the workers or their jobs still starting?") from None
-        logger.warning("%s: %d of %d workers joined within %g s (cluster.wait_timeout); running on those",
-                       what, have, n, timeout)
+        if not said:
+            logger.log(level, "%s: waiting up to %g s (cluster.wait_timeout) for %d worker(s) to join; %d so far",
+                       what, timeout, n, have)
+        else:
+            logger.log(level, "%s: still waiting for workers: %d of %d joined after %.0f s of %g s", what, have, n,
+                       waited, timeout)
+        step, said = max(0.001, min(every, timeout - waited)), True
+    have = len(scheduler_workers(client))
+    if not have:
+        raise TimeoutError(f"{what}: no worker joined within {timeout:g} s (cluster.wait_timeout); "
+                           "are the workers or their jobs still starting?")
+    logger.warning("%s: %d of %d workers joined within %g s (cluster.wait_timeout); running on those",
+                   what, have, n, timeout)
 
 
 def security_of(section, temporary=False):

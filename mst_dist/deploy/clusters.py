@@ -77,7 +77,8 @@ def connect(cfg):
         # the MST page, unless the scheduler has it (--preload mst_dist.diagnostics.dashboard) or cannot
         # import mst_dist
         dashboard.register(client, quiet=True)
-        wait_for_workers(client, cfg, f"the cluster at {cfg['address']}")
+        # said at once and every 30 s, at the level the command line shows by default
+        wait_for_workers(client, cfg, f"the cluster at {cfg['address']}", level=logging.WARNING)
         # a worker nothing can connect back to (a loopback address on a scheduler of other hosts) would
         # hang the first task that needs it: refused now, naming it
         check_worker_addresses(client)

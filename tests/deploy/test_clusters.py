@@ -132,3 +132,28 @@ def test_missing_extra_is_named(monkeypatch):
         cuda.local_cuda_cluster(cluster_of(kind="local-cuda"))
     with pytest.raises(ImportError, match=r"cluster kind 'mpi' needs dask-mpi"):
         mpi.mpi_client(cluster_of(kind="mpi"))
+
+
+def test_waiting_for_workers_says_so_at_once_and_every_while(caplog):
+    """No worker yet: what it waits for is said at once (a warning for a cluster already up, which the
+    command line shows by default) and every ``every`` seconds, then a TimeoutError; none when they are there."""
+    import logging
+
+    from distributed import Client, LocalCluster
+
+    from mst_dist.deploy._core import wait_for_workers
+
+    caplog.set_level(logging.INFO, logger="mst_dist")
+    with LocalCluster(n_workers=0, processes=False, dashboard_address=None) as cl, Client(cl) as c:
+        with pytest.raises(TimeoutError, match="no worker joined within 2.5 s"):
+            wait_for_workers(c, {"wait_timeout": 2.5}, "the cluster at X", level=logging.WARNING, every=1)
+        said = [r.getMessage() for r in caplog.records if r.name == "mst_dist"]
+        assert said[0] == "the cluster at X: waiting up to 2.5 s (cluster.wait_timeout) for 1 worker(s) to join; 0 so far"
+        assert len(said) >= 2 and all(s.startswith("the cluster at X: still waiting for workers: 0 of 1 joined after ")
+                                      for s in said[1:])
+        assert {r.levelno for r in caplog.records if r.name == "mst_dist"} == {logging.WARNING}
+        cl.scale(1)
+        caplog.clear()
+        c.wait_for_workers(1, timeout=60)
+        wait_for_workers(c, {"wait_timeout": 5}, "the cluster at X")
+        assert not [r for r in caplog.records if r.name == "mst_dist"]
