@@ -115,13 +115,15 @@ def _host_rows(source, start, stop):
 
 
 def _check_distances(w, offset):
-    """Distances are non-negative: the first edge that is not is named."""
+    """Distances are finite and non-negative: the first edge that is not (NaN, infinite, negative) is named."""
     from mst_dist.graph import InvalidGraphError
 
-    if w.shape[0] and w.min() < 0:
-        i = int(np.argmax(w < 0))
-        raise InvalidGraphError(f"edge {offset + i}: weight {float(w[i])!r} is negative; hdbscan's edge weights "
-                                f"are distances (>= 0)", edge=offset + i)
+    bad = ~((w >= 0) & (w < np.inf))  # NaN fails both comparisons
+    if w.shape[0] and bad.any():
+        i = int(np.argmax(bad))
+        what = "is negative" if w[i] < 0 else "is not a distance"
+        raise InvalidGraphError(f"edge {offset + i}: weight {float(w[i])!r} {what}; hdbscan's edge weights "
+                                f"are distances (finite, >= 0)", edge=offset + i)
 
 
 def chunk_nearest(source, start, stop, offset, k):
@@ -170,15 +172,18 @@ def core_array(n, k, merged=None):
     return core
 
 
-def mutual_reachability_rows(start, stop, *, source, core):
+def mutual_reachability_rows(start, stop, *, source, core, first=0):
     """Rows ``start:stop`` of ``source`` weighted by mutual reachability, where they load.
 
     ``core``: the name of the published core distances.  An edge with an end
     of no core distance weighs :data:`ABSENT`; the row count is the source's.
+    ``first``: the source's first edge id (a weight that is not a distance
+    is named by its edge, also where no nearest lists were made).
     """
     from mst_dist.clustering._plugin import core_here
 
     s, d, w = _host_rows(source, start, stop)
+    _check_distances(w, first + start)
     c = core_here(core)
     cs, cd = c[s], c[d]
     mr = np.maximum(np.maximum(cs, cd), w)
@@ -221,10 +226,12 @@ def _forest_on_workers(graph, client, k, options):
 
     client.register_plugin(CoreDistances(name, core), name=name)
     try:
+        firsts = np.concatenate([[0], np.cumsum([s.n_edges for s in graph.sources], dtype=np.int64)])
         mr = Graph(n_vertices=n, weight_dtype=np.dtype(np.float64), name="mutual-reachability",
-                   sources=[FunctionSource(mutual_reachability_rows, {"source": s, "core": name}, s.n_edges,
-                                           name=f"mutual-reachability of {getattr(s, 'name', 'source')}",
-                                           splittable=getattr(s, "splittable", True)) for s in graph.sources])
+                   sources=[FunctionSource(mutual_reachability_rows, {"source": s, "core": name, "first": int(f)},
+                                           s.n_edges, name=f"mutual-reachability of {getattr(s, 'name', 'source')}",
+                                           splittable=getattr(s, "splittable", True))
+                            for s, f in zip(graph.sources, firsts)])
         forest = minimum_spanning_forest(mr, client, **options)
     finally:
         try:
@@ -348,6 +355,9 @@ def hdbscan(graph, min_cluster_size=5, min_samples=None, *, cluster_selection_me
         raise ValueError(f"hdbscan: unknown cluster_selection_method {cluster_selection_method!r}; "
                          f"choose one of eom, leaf")
     n = graph.n_vertices
+    if min_samples > max(n, 1):  # no vertex could be a core point (scikit-learn refuses it too)
+        raise ValueError(f"hdbscan: min_samples={min_samples} is more than the graph's {n} vertices; "
+                         f"give at most {max(n, 1)}")
     if graph.in_memory:  # the caller's arrays, in this process already
         src, dst, w = _edges(graph)
         _check_distances(w, 0)

@@ -196,7 +196,7 @@ def test_argument_errors():
     with pytest.raises(ValueError, match="cluster_selection_method"):
         mst_dist.hdbscan(g, cluster_selection_method="mass")
     with pytest.raises(ValueError, match="edge 1: weight -2.0 is negative"):
-        mst_dist.hdbscan(mst_dist.Graph.from_arrays([0, 1], [1, 2], [1.0, -2.0]))
+        mst_dist.hdbscan(mst_dist.Graph.from_arrays([0, 1], [1, 2], [1.0, -2.0]), min_samples=2)
 
 
 # ---------------------------------------------------------------------------
@@ -269,3 +269,77 @@ def test_negative_distance_named_by_the_worker_that_read_it(client2):
 def _rows(start, stop, *, rows):
     r = rows[start:stop]
     return r[:, 0].astype(np.int64), r[:, 1].astype(np.int64), r[:, 2]
+
+
+@pytest.mark.parametrize("min_samples", [1, 2])
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -0.5])
+def test_a_weight_that_is_no_distance_is_named_by_the_worker_that_read_it(client2, min_samples, bad):
+    """NaN passes ``w < 0``: it, an infinite weight and a negative one are refused where they load,
+    naming the edge, with nearest lists (min_samples=2) and without (min_samples=1)."""
+    rows = np.array([[0, 1, 1.0], [1, 2, 2.0], [2, 3, bad], [3, 0, 1.0]])
+    from mst_dist.graph import FunctionSource, Graph, InvalidGraphError
+
+    g = Graph(n_vertices=4, weight_dtype=np.dtype(np.float64),
+              sources=[FunctionSource(_rows, {"rows": rows[:1]}, 1), FunctionSource(_rows, {"rows": rows[1:]}, 3)])
+    with pytest.raises(InvalidGraphError, match=rf"edge 2: weight {bad!r} (is negative|is not a distance)") as e:
+        mst_dist.hdbscan(g, min_cluster_size=2, min_samples=min_samples, client=client2)
+    assert e.value.edge == 2
+
+
+def test_min_samples_or_min_cluster_size_beyond_the_vertices():
+    """More samples than vertices: refused, as scikit-learn refuses it (no vertex could be a core point);
+    a smallest cluster larger than the graph: scikit-learn's answer (all noise, or the one cluster)."""
+    X = points("blobs", 4, 0.0)[:30]
+    D = squareform(pdist(X))
+    g = complete_graph(X)
+    with pytest.raises(ValueError, match="min_samples=31 is more than the graph's 30 vertices"):
+        mst_dist.hdbscan(g, min_cluster_size=5, min_samples=31)
+    with pytest.raises(ValueError, match="min_samples=40 is more than"):  # min_samples defaults to min_cluster_size
+        mst_dist.hdbscan(g, min_cluster_size=40, allow_single_cluster=True)
+    for kw in (dict(min_cluster_size=40, min_samples=5), dict(min_cluster_size=31, min_samples=1),
+               dict(min_cluster_size=5, min_samples=30)):
+        for single in (False, True):
+            sk = HDBSCAN(metric="precomputed", copy=True, allow_single_cluster=single, **kw).fit(D)
+            me = mst_dist.hdbscan(g, allow_single_cluster=single, **kw)
+            assert partition_equal(sk.labels_, me.labels_), (kw, single)
+            np.testing.assert_allclose(sk.probabilities_, me.probabilities_, rtol=0, atol=1e-12)
+
+
+def test_duplicate_points_zero_distances():
+    """Every third point twice: zero distances are ordinary edges (never dropped, as scipy's csgraph
+    drops them); both copies of a point share a label, and the clusters are scikit-learn's."""
+    X, _ = make_blobs(60, centers=3, random_state=1)
+    X = np.r_[X, X[::3]]
+    n = len(X)
+    copies = np.arange(0, 60, 3), np.arange(60, n)
+    D = squareform(pdist(X))
+    g = complete_graph(X)
+    assert np.count_nonzero(g.to_arrays()[2] == 0) == len(copies[0])
+    for mcs, ms in ((5, 1), (5, 3)):
+        sk = HDBSCAN(min_cluster_size=mcs, min_samples=ms, metric="precomputed", copy=True).fit(D)
+        me = mst_dist.hdbscan(g, min_cluster_size=mcs, min_samples=ms)
+        assert partition_equal(sk.labels_, me.labels_)
+        np.testing.assert_allclose(sk.probabilities_, me.probabilities_, rtol=0, atol=1e-12)
+        np.testing.assert_array_equal(me.labels_[copies[0]], me.labels_[copies[1]])
+        if ms == 1:
+            assert np.all(me.core_distances_ == 0)
+
+
+def test_isolated_vertices_are_noise_and_leave_the_rest_as_scikit_learn_clusters_it():
+    """The points as the even vertices of a graph whose odd vertices have no edge: the odd ones are
+    noise with no core distance, and the even ones get exactly scikit-learn's clusters."""
+    X = points("blobs", 0, 0.2)
+    n = len(X)
+    i, j = np.triu_indices(n, 1)
+    g = mst_dist.Graph.from_arrays(2 * i, 2 * j, pdist(X), n_vertices=2 * n)
+    D = squareform(pdist(X))
+    for mcs in (2, 5, 15):
+        sk = HDBSCAN(min_cluster_size=mcs, min_samples=1, metric="precomputed", copy=True).fit(D)
+        me = mst_dist.hdbscan(g, min_cluster_size=mcs, min_samples=1)
+        assert partition_equal(sk.labels_, me.labels_[0::2])
+        np.testing.assert_allclose(sk.probabilities_, me.probabilities_[0::2], rtol=0, atol=1e-12)
+        assert np.all(me.labels_[1::2] == -1) and np.all(me.probabilities_[1::2] == 0)
+    # with min_samples > 1 an isolated vertex has no neighbour to be a core point with
+    me = mst_dist.hdbscan(g, min_cluster_size=5, min_samples=3)
+    assert np.isinf(me.core_distances_[1::2]).all() and np.all(me.labels_[1::2] == -1)
+    np.testing.assert_array_equal(me.core_distances_[0::2], np.sort(D, axis=1)[:, 2])
