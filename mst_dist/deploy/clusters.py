@@ -46,10 +46,32 @@ def connect_client(address, security=None, where="the scheduler"):
     timeout = config.get("cluster.connect-timeout", None, 10)
     try:
         return Client(address, security=security, timeout=timeout)
-    except OSError as e:  # distributed raises OSError (TimeoutError) once its connect timeout passes
+    except (OSError, MemoryError) as e:  # OSError (TimeoutError) once distributed's connect timeout passes;
+        # MemoryError: something that is no Dask scheduler answered, and its bytes read as a huge frame
         raise ConnectionError(f"cannot connect to the scheduler at {address} ({where}) within {timeout} s: "
-                              f"{e}; is it running, and is the address right? (the time allowed: "
+                              f"{e or type(e).__name__}; {_likely_cause(address, e)} (the time allowed: "
                               f"mst.cluster.connect-timeout, DASK_MST__CLUSTER__CONNECT_TIMEOUT)") from None
+
+
+def _likely_cause(address, error):
+    """What a failed connection to the scheduler at ``address`` most likely means, and what to do.
+
+    >>> _likely_cause("tcp://10.0.0.1:8786", ConnectionResetError("Connection reset by peer"))[:44]
+    'the scheduler may speak TLS (it resets plain'
+    """
+    from mst_dist.io.reach import host_of, is_loopback
+
+    scheme = address.split("://", 1)[0] if "://" in address else "tcp"
+    text = str(error).lower()
+    if scheme == "tcp" and (isinstance(error, MemoryError) or "reset by peer" in text or "stream is closed" in text):
+        return ("the scheduler may speak TLS (it resets plain tcp:// connections): give its tls:// address and "
+                "the certificates (--tls-ca-file, --tls-cert, --tls-key; cluster.security); or something other "
+                "than a Dask scheduler listens there")
+    if is_loopback(host_of(address)):
+        return "is it running, and is the address right?"
+    return ("is it running, and listening on that address? A scheduler started with --host 127.0.0.1 (as "
+            "cluster/start-local.sh starts it) is reached from its own host only: start it with --host <its "
+            "address> for other hosts; and is its port open in the firewall between the hosts?")
 
 
 @contextlib.contextmanager

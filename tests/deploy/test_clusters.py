@@ -157,3 +157,21 @@ def test_waiting_for_workers_says_so_at_once_and_every_while(caplog):
         c.wait_for_workers(1, timeout=60)
         wait_for_workers(c, {"wait_timeout": 5}, "the cluster at X")
         assert not [r for r in caplog.records if r.name == "mst_dist"]
+
+
+@pytest.mark.parametrize("address, error, cause", [
+    ("tcp://10.0.0.1:8786", ConnectionResetError("[Errno 104] Connection reset by peer"), "may speak TLS"),
+    ("tcp://10.0.0.1:8786", MemoryError(), "may speak TLS"),
+    ("tcp://10.0.0.1:8786", TimeoutError("Timed out trying to connect"), "--host <its address>"),
+    ("tls://10.0.0.1:8786", ConnectionResetError("reset by peer"), "--host <its address>"),
+    ("tcp://127.0.0.1:8786", TimeoutError("Timed out trying to connect"), "is the address right?"),
+])
+def test_a_failed_connection_names_its_likely_cause(address, error, cause):
+    assert cause in clusters._likely_cause(address, error)
+
+
+def test_a_scheduler_that_does_not_answer_is_one_line_naming_the_likely_cause():
+    with dask.config.set({"mst.cluster.connect-timeout": 0.5}), \
+            pytest.raises(ConnectionError, match=r"tcp://127.0.0.1:1 \(--scheduler\) within 0.5 s: .*is the "
+                                                 r"address right\? \(the time allowed"):
+        clusters.connect_client("tcp://127.0.0.1:1", where="--scheduler")

@@ -228,6 +228,11 @@ def test_tls_workers_as_the_guide_makes_them(tmp_path):
         assert p.returncode == 0, p.stderr[-3000:]
         assert_forest_file(str(tmp_path / "forest.npz"), expected(mst_dist.generate("grid", rows=20, cols=20,
                                                                                     seed=5)))
+        # plain tcp:// to it: the error says the scheduler may speak TLS
+        p = subprocess.run([*CLI, "submit", "--scheduler", "tcp://" + address.split("://")[1], "--generate",
+                            "grid", "--rows", "4", "--cols", "4", "-q"], cwd=tmp_path, env=env, capture_output=True,
+                           text=True, timeout=180)
+        assert p.returncode == 1 and "the scheduler may speak TLS" in p.stderr, p.stderr[-2000:]
     finally:
         for proc in reversed(started):
             try:
