@@ -152,8 +152,11 @@ def check_written_per_range(res, g, forest_dir, labels_dir, label_parts):
     assert res.forest_edges == exp.shape[0] and res.n_components == comps
     ids, src, dst, weight = mst_dist.read_forest(forest_dir)
     np.testing.assert_array_equal(ids, exp)
-    np.testing.assert_array_equal(src, s[exp])
-    np.testing.assert_array_equal(weight, w[exp])
+    np.testing.assert_array_equal(src, s[exp], err_msg="written forest src")
+    np.testing.assert_array_equal(dst, d[exp], err_msg="written forest dst")
+    np.testing.assert_array_equal(weight, w[exp], err_msg="written forest weight")
+    total = sum(int(x) for x in w[exp].tolist()) if w.dtype.kind in "iub" else float(np.sum(w[exp], dtype=np.float64))
+    assert res.total_weight == total, f"total weight {res.total_weight!r}, expected {total!r}"
     t = pq.read_table(labels_dir).sort_by("vertex")
     np.testing.assert_array_equal(t.column("vertex").to_numpy(), np.arange(g.n_vertices))
     np.testing.assert_array_equal(t.column("component").to_numpy(), component_labels(g.n_vertices, s, d))
