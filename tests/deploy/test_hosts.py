@@ -147,7 +147,7 @@ def test_a_worker_on_loopback_is_refused_then_one_per_host_solves(hosts, tmp_pat
     (private / "g.txt").write_text("0 1 4\n1 2 1\n2 0 2\n")
     spec = _spec(tmp_path, "cpu-worker-hosts.yaml")
     _worker(hosts, "worker2", spec, private=private)
-    api, cli = _client(hosts, tmp_path, 2), _submit(hosts, tmp_path)
+    api, cli = _client(hosts, tmp_path, 1), _submit(hosts, tmp_path)
     api = _answers(api)["api"]
     assert api is not None and api["error"] == "WorkerAddressError", api
     (worker,) = api["workers"]

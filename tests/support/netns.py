@@ -98,9 +98,17 @@ class Hosts:
             pass
 
     def close(self):
-        """Every process started killed, every namespace deleted (by name)."""
+        """Every process started killed (its group, at once: nothing of a test cluster is worth keeping),
+        every namespace deleted (by name)."""
         for p in self._procs:
-            self.stop(p, timeout=5)
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                pass
         self._procs.clear()
         for ns in reversed(self._made):
             subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=30)
