@@ -16,7 +16,7 @@ from mst_dist.environment import kernel_cache_dir as _kernel_cache_dir  # noqa: 
 _kernel_cache_dir()  # compiled kernels persist even where the package folder is read-only
 
 from mst_dist.errors import (  # noqa: E402  (every error class, one base: mst_dist.errors)
-    MSTError, ConfigError, InvalidGraphError, GraphFormatError, CheckpointMismatchError,
+    MSTError, ConfigError, InvalidGraphError, GraphFormatError, GraphTooLargeError, CheckpointMismatchError,
     ClusterStalledError, GPUUnavailableError, WorkerAddressError, SharedStorageError,
 )
 from mst_dist.graph import Graph
@@ -58,6 +58,7 @@ __all__ = [
     "ConfigError",
     "InvalidGraphError",
     "GraphFormatError",
+    "GraphTooLargeError",
     "CheckpointMismatchError",
     "ClusterStalledError",
     "GPUUnavailableError",

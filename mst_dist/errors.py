@@ -14,7 +14,10 @@ may catch the package's errors as a family or as the builtin::
   flag is not valid;
 - :class:`InvalidGraphError` (a :class:`ValueError`): the edges are not a
   valid graph (a bad vertex id, a NaN weight), and its subclass
-  :class:`GraphFormatError`: a graph file cannot be read;
+  :class:`GraphFormatError`: a graph file cannot be read, and
+  :class:`GraphTooLargeError`: a graph the cluster's memory cannot hold in
+  the run's shape, refused before any work with :class:`Advice` on shapes
+  that fit;
 - :class:`CheckpointMismatchError` (a :class:`ValueError`): a checkpoint
   directory holds another run's state;
 - :class:`ClusterStalledError` (a :class:`RuntimeError`): the cluster cannot
@@ -37,9 +40,11 @@ emits no warnings of its own (it logs), so there is no warning class here.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 
-__all__ = ["MSTError", "ConfigError", "InvalidGraphError", "GraphFormatError", "CheckpointMismatchError",
-           "ClusterStalledError", "GPUUnavailableError", "WorkerAddressError", "SharedStorageError"]
+__all__ = ["MSTError", "ConfigError", "InvalidGraphError", "GraphFormatError", "GraphTooLargeError",
+           "CheckpointMismatchError", "ClusterStalledError", "GPUUnavailableError", "WorkerAddressError",
+           "SharedStorageError"]
 
 
 class MSTError(Exception):
@@ -177,6 +182,68 @@ class GraphFormatError(InvalidGraphError):
     def __reduce__(self):
         return (_rebuild_format_error,
                 (self.reason, self.path, self.line, self.row_group, self.row, self.edge))
+
+
+def size_text(n):
+    """``n`` bytes rounded up to whole MiB, as Dask parses sizes: ``"601MiB"``, ``"9GiB"``."""
+    mib = -(-int(n) // 2**20)
+    return f"{mib // 1024}GiB" if mib >= 1024 and mib % 1024 == 0 else f"{mib}MiB"
+
+
+@dataclass(frozen=True)
+class Advice:
+    """A shape of run in which a refused graph fits: the call's keywords and the cluster to run it on.
+
+    ``keywords``: ``(name, value)`` pairs of
+    :func:`~mst_dist.minimum_spanning_forest` (``vertex_partition``);
+    ``cluster``: ``(name, value)`` pairs of a local cluster's settings, as
+    :func:`~mst_dist.deploy.embedded` and ``LocalCluster`` take them
+    (``n_workers``, ``threads_per_worker``, ``processes``, ``memory_limit``:
+    each worker's, in bytes).  The command line turns both into its flags.
+    """
+
+    reason: str             #: what changes, in words
+    keywords: tuple = ()    #: ``(name, value)`` keywords of the call
+    cluster: tuple = ()     #: ``(name, value)`` settings of the cluster
+
+    def describe(self) -> str:
+        """The advice in words, naming the keywords and the cluster's settings."""
+        parts = [f"{k}={v!r}" for k, v in self.keywords]
+        settings = [f"{k}={size_text(v)!r}" if k == "memory_limit" else f"{k}={v!r}" for k, v in self.cluster]
+        if settings:
+            parts.append(f"workers with {', '.join(settings)}")
+        return f"{self.reason} ({'; '.join(parts)})" if parts else self.reason
+
+
+class GraphTooLargeError(InvalidGraphError):
+    """A graph that the cluster's memory cannot hold in the run's shape, refused before any work.
+
+    The message says what would not fit where, and ends with the shapes that
+    fit, each an :class:`Advice` in :attr:`advice`: fewer threads per worker,
+    the per-vertex state spread over more worker processes
+    (``vertex_partition="always"``), more memory per worker.  The command
+    line prints each as a command that runs.  A subclass of
+    :class:`InvalidGraphError`; the command line exits with status 2.
+
+    Attributes
+    ----------
+    advice : tuple of Advice
+        Shapes in which the graph fits, by the engine's own checks.
+    """
+
+    def __init__(self, message, source=None, advice=()):
+        super().__init__(message, source=source)
+        self.advice = tuple(advice)
+
+    def with_advice(self, advice):
+        """The same refusal, its message ending with ``advice``."""
+        if not advice:
+            return self
+        text = "; or ".join(a.describe() for a in advice)
+        return GraphTooLargeError(f"{self}. It fits: {text}", source=self.source, advice=advice)
+
+    def __reduce__(self):
+        return (type(self), (str(self), self.source, self.advice))
 
 
 class CheckpointMismatchError(MSTError, ValueError):

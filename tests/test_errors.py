@@ -10,8 +10,8 @@ import pytest
 import mst_dist
 from mst_dist import errors
 from mst_dist.cli import commands
-from mst_dist.errors import (CheckpointMismatchError, ClusterStalledError, ConfigError, GPUUnavailableError,
-                             GraphFormatError, InvalidGraphError, MSTError, SharedStorageError,
+from mst_dist.errors import (Advice, CheckpointMismatchError, ClusterStalledError, ConfigError, GPUUnavailableError,
+                             GraphFormatError, GraphTooLargeError, InvalidGraphError, MSTError, SharedStorageError,
                              WorkerAddressError)
 from support import ROOT
 
@@ -23,6 +23,7 @@ REFINES = {
     "ConfigError": (ValueError, 2),
     "InvalidGraphError": (ValueError, 2),
     "GraphFormatError": (ValueError, 2),
+    "GraphTooLargeError": (ValueError, 2),
     "CheckpointMismatchError": (ValueError, 2),
     "ClusterStalledError": (RuntimeError, 1),
     "GPUUnavailableError": (RuntimeError, 2),
@@ -37,6 +38,8 @@ INSTANCES = [
     GraphFormatError("expected 3 columns, found 2", path="g.txt", line=4, edge=2),
     GraphFormatError("weight is infinite", path="g.parquet", row_group=1, row=7),
     CheckpointMismatchError("checkpoint 'ck' holds the state of another run"),
+    GraphTooLargeError("n_vertices = 9 would need about 1 GiB", source="g.txt", advice=(
+        Advice("one thread per worker", cluster=(("threads_per_worker", 1),)),)),
     ClusterStalledError("every worker (2) has been paused for 31 s", "paused", waited=31.0),
     ClusterStalledError("task mst-map-r0-ab-1 killed its workers", "killed-worker", key="mst-map-r0-ab-1"),
     GPUUnavailableError("backend='gpu' needs GPU workers"),

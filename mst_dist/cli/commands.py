@@ -151,7 +151,7 @@ def _engine_spec(cfg, progress):
 
     ck = cfg.get("checkpoint") or {}
     return RunSpec.build(partitions=cfg["partitions"], local_finish=cfg["local_finish"], backend=cfg["backend"],
-                         stream=cfg["stream"], progress=progress, checkpoint=ck.get("path"),
+                         stream=cfg["stream"], vertex_partition=cfg["vertex_partition"], progress=progress, checkpoint=ck.get("path"),
                          resume=ck.get("resume", True), storage_options=cfg.get("storage_options"))
 
 
@@ -417,14 +417,17 @@ def _run(args, console=None):
     gpu = _local_gpu(cfg)
     if cfg["cluster"]["kind"] == "local" and not gpu and cfg["backend"] != "gpu":
         # local workers share this machine's kernel cache: fill it first, as a step
+        from mst_dist.deploy.local import as_processes
         from mst_dist.engine.warmup import ensure_compiled
+
+        n_workers = cfg["cluster"].get("n_workers") or 1
 
         with live if live is not None else contextlib.nullcontext():
             # a generated graph's kernels are loaded now too when the workers will be this
             # process's threads: loading them is then part of the cluster's start, not of round 0
             ensure_compiled(None if graph is None else graph.weight_dtype, progress=spec.progress,
-                            parts=("local",) if (cfg["cluster"].get("n_workers") or 1) == 1 else ("local", "rounds"),
-                            load=graph is not None and not cfg["cluster"].get("processes"))
+                            parts=("local",) if n_workers == 1 else ("local", "rounds"),
+                            load=graph is not None and not as_processes(n_workers, cfg["cluster"].get("processes")))
     client, close = make_client(cfg["cluster"], gpu=gpu)
     try:
         if client is None:
@@ -595,5 +598,23 @@ def main(argv=None):
             raise
         status, line = outcome
         print(line, file=sys.stderr)
+        for command in _advised(e, args, sys.argv[1:] if argv is None else argv):
+            print(f"  try: {command}", file=sys.stderr)
         return status
+
+
+def _advised(exc, args, argv):
+    """The commands that follow a refusal's advice (:mod:`mst_dist.cli.advice`): ``run`` only, cluster
+    shapes only on the local cluster it starts."""
+    from mst_dist.errors import GraphTooLargeError
+
+    if not isinstance(exc, GraphTooLargeError) or args.command != "run":
+        return []
+    from mst_dist.cli.advice import advised_commands
+
+    try:
+        local = run_config_from_args(args)["cluster"]["kind"] == "local"
+    except ConfigError:
+        local = False
+    return advised_commands(exc.advice, argv, local)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 
 from mst_dist.config import BACKENDS, STREAM_MODES
+from mst_dist.engine.spec import VERTEX_PARTITION_MODES
 from mst_dist.generators import GENERATORS, parameters, shared_parameters
 from mst_dist.io.formats import FOREST_FORMATS
 
@@ -173,6 +174,10 @@ def _add_run_arguments(r, submit=False):
     e.add_argument("--stream", choices=STREAM_MODES,
                    help="stream the edges from their source in passes: auto (when the graph would not "
                         "fit in the workers' memory; the default, or mst.stream), always, never")
+    e.add_argument("--vertex-partition", choices=VERTEX_PARTITION_MODES,
+                   help="cut the per-vertex state into ranges spread over the workers: auto (on a cluster "
+                        "of several workers, when it would not fit one; the default, or "
+                        "mst.vertex-partition), always, never")
 
     o = r.add_argument_group("output")
     o.add_argument("-o", "--output", metavar="PATH",
@@ -209,14 +214,18 @@ def _add_run_arguments(r, submit=False):
                        help="the running scheduler (tcp://host:8786); default: the config's "
                             "cluster.address")
     else:
-        c.add_argument("--workers", type=int, metavar="W", help="local cluster: number of workers")
+        c.add_argument("--workers", type=int, metavar="W",
+                       help="local cluster: number of workers (default 1); several are worker processes, "
+                            "each with its own memory limit (--no-processes: threads of this process, "
+                            "which share one budget: its memory limit)")
         c.add_argument("--threads", type=int, metavar="T", help="local cluster: threads per worker")
         c.add_argument("--processes", action=argparse.BooleanOptionalAction, default=None,
-                       help="local cluster: workers as processes (default: threads of this process)")
+                       help="local cluster: workers as processes (default: with several workers; one "
+                            "worker is threads of this process)")
         c.add_argument("--memory-limit", type=_memory_limit, metavar="BYTES",
                        help="local cluster: memory limit of each worker: auto (the machine's memory over "
-                            "the workers; the default, or mst.cluster.memory-limit), bytes, a size such "
-                            "as 4GiB, or none")
+                            "the worker processes; the default, or mst.cluster.memory-limit), bytes, a "
+                            "size such as 4GiB, or none; workers that are threads of this process share it")
         c.add_argument("--scheduler", metavar="ADDRESS",
                        help="connect to a running scheduler (tcp://host:8786) instead of a local cluster")
         c.add_argument("--mpi", action="store_true",
@@ -369,7 +378,8 @@ def run_config_from_args(args):
         options = graph.get("options") if isinstance(graph.get("options"), dict) else {}
         raw["graph"] = {**graph, "options": {**options, "allow_empty": True}}
     for key, value in (("partitions", args.partitions), ("local_finish", args.local_finish),
-                       ("backend", args.backend), ("stream", args.stream)):
+                       ("backend", args.backend), ("stream", args.stream),
+                       ("vertex_partition", args.vertex_partition)):
         if value is not None:
             raw[key] = value
     if args.checkpoint is not None:

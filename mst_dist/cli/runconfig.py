@@ -15,6 +15,7 @@ import yaml
 
 from mst_dist.config import BACKENDS, STREAM_MODES, ConfigError, get
 from mst_dist.deploy import CLUSTERS, memory_limit_value, security_of
+from mst_dist.engine.spec import VERTEX_PARTITION_MODES
 from mst_dist.generators import GENERATORS, parameters, shared_parameters
 from mst_dist.io.urls import is_url
 
@@ -57,8 +58,8 @@ _WEIGHTS = next(p.choices for p in shared_parameters() if p.name == "weights")
 # Schema: top level, graph, output, placement, cluster
 # --------------------------------------------------------------------------
 
-_TOP_KEYS = ("graph", "n_vertices", "backend", "partitions", "local_finish", "stream", "placement",
-             "output", "checkpoint", "cluster", "storage_options")
+_TOP_KEYS = ("graph", "n_vertices", "backend", "partitions", "local_finish", "stream", "vertex_partition",
+             "placement", "output", "checkpoint", "cluster", "storage_options")
 _GRAPH_KEYS = ("generate", "input", "format", "options")
 _OUTPUT_KEYS = ("path", "format")
 _CHECKPOINT_KEYS = ("path", "resume")
@@ -80,7 +81,7 @@ _CLUSTER_KEYS = {
     "address": ("str|null", "cluster.address", ("address",)),
     "n_workers": ("int|null", "cluster.n-workers", ("local", "local-cuda")),
     "threads_per_worker": ("int|null", "cluster.threads-per-worker", ("local", "local-cuda", "mpi")),
-    "processes": ("bool", "cluster.processes", ("local", "slurm", "pbs")),
+    "processes": ("bool|null", "cluster.processes", ("local", "slurm", "pbs")),
     "dashboard_address": ("str|null", "cluster.dashboard-address", _STARTED),
     "memory_limit": ("str|int|float|null", "cluster.memory-limit", ("local", "local-cuda", "mpi")),
     "cuda_visible_devices": ("str|null", None, ("local-cuda",)),
@@ -393,7 +394,8 @@ def validate_run_config(raw, source=None, check_paths=True):
     (``{"generate": {...}}`` or ``{"input": path}``), ``n_vertices``,
     ``backend``, ``partitions``, ``local_finish``, ``stream`` (``auto``,
     ``always`` or ``never``: whether the edges are streamed from their source
-    in passes), ``placement``
+    in passes), ``vertex_partition`` (``auto``, ``always`` or ``never``:
+    whether the per-vertex state is cut into ranges over the workers), ``placement``
     (``{"throughput": None or {"gpu": x, "cpu": y}, "calibration_edges": n}``),
     ``output`` (``None`` or ``{"path", "format"}``), ``checkpoint`` (``None`` or
     ``{"path", "resume"}``: where the run saves its state after each round or
@@ -440,6 +442,10 @@ def validate_run_config(raw, source=None, check_paths=True):
     out["stream"] = _setting("stream", raw, "stream", "stream", "str", source)
     _check_choice("stream" if "stream" in raw else "mst.stream (dask config)", out["stream"],
                   STREAM_MODES, source)
+
+    out["vertex_partition"] = _setting("vertex_partition", raw, "vertex_partition", "vertex-partition", "str", source)
+    _check_choice("vertex_partition" if "vertex_partition" in raw else "mst.vertex-partition (dask config)",
+                  out["vertex_partition"], VERTEX_PARTITION_MODES, source)
 
     out["placement"] = _validate_placement(raw.get("placement"), source)
     out["output"] = _validate_output(raw.get("output"), source)

@@ -1,8 +1,9 @@
 """In-process clusters: the engine's embedded default and cluster kind ``local``.
 
-``embedded()`` is an in-process ``LocalCluster`` sized to the machine,
-threads only (the kernels release the GIL), its dashboard on 127.0.0.1 with
-the link logged, shut down on exit.  :func:`open_local` is the same cluster
+``embedded()`` is a ``LocalCluster`` sized to the machine, its dashboard on
+127.0.0.1 with the link logged, shut down on exit: one worker whose threads
+are this process's (the kernels release the GIL), or several worker
+processes, each with its own memory limit (:func:`as_processes`).  :func:`open_local` is the same cluster
 for a run config's ``cluster`` section.  :func:`shared_client` is the default
 when an API call gets no client: one such cluster, without a dashboard unless
 ``mst.embedded.dashboard`` asks for one, started by the first call and reused
@@ -20,7 +21,7 @@ import logging
 import os
 import threading
 
-__all__ = ["embedded", "in_process_latency", "local_gpu", "open_local", "shared_client", "close_shared"]
+__all__ = ["as_processes", "embedded", "in_process_latency", "local_gpu", "open_local", "shared_client", "close_shared"]
 
 logger = logging.getLogger("mst_dist")
 
@@ -165,6 +166,22 @@ def in_process_latency(client):
                     _Shortened.streams.pop(id(entry[0]), None)
 
 
+def as_processes(n_workers, processes=None):
+    """Whether a local cluster of ``n_workers`` starts its workers as processes.
+
+    ``processes`` as given, else ``mst.cluster.processes``; unset (``None``,
+    the default): one worker is threads of this process, several are
+    processes.  Threads of one process share its memory, and Dask's memory
+    manager pauses each of them when the whole process nears that worker's
+    limit: several in-process workers would pause on memory their siblings
+    hold, where worker processes each have a limit of their own.
+    """
+    from mst_dist import config
+
+    chosen = config.get("cluster.processes", processes, None)
+    return n_workers > 1 if chosen is None else bool(chosen)
+
+
 @contextlib.contextmanager
 def embedded(n_workers=None, threads_per_worker=None, processes=None,
              dashboard_address=_UNSET, memory_limit=_UNSET, gpu=False, security=None, set_as_default=True,
@@ -173,14 +190,19 @@ def embedded(n_workers=None, threads_per_worker=None, processes=None,
 
     Unset arguments come from the ``mst.cluster`` configuration: one worker
     with a thread per core by default, so every chunk lives in this process
-    and nothing is pickled or copied between tasks.  With ``gpu``, the worker
+    and nothing is pickled or copied between tasks.  Several workers are
+    processes unless ``processes`` (or ``mst.cluster.processes``) says
+    otherwise (see :func:`as_processes`).  With ``gpu``, the worker
     advertises ``resources={"GPU": 1}`` and runs the GPU kernels on this
     process's current CUDA device (edge arrays already there stay there).
 
-    ``memory_limit`` is each worker's, threads or processes
-    (``mst.cluster.memory-limit``; see :func:`~mst_dist.deploy.memory_limit_value`):
-    ``"auto"`` (the default: the machine's memory over the workers), bytes, a
-    size such as ``"4GiB"``, a fraction, or ``None``.  The engine streams a
+    ``memory_limit`` is each worker's (``mst.cluster.memory-limit``; see
+    :func:`~mst_dist.deploy.memory_limit_value`): ``"auto"`` (the default:
+    the machine's memory over the worker processes), bytes, a size such as
+    ``"4GiB"``, a fraction, or ``None``.  Workers that are threads of this
+    process share one budget: Dask measures the whole process against each
+    one's limit, so ``"auto"`` gives each the machine's memory and the engine
+    plans each a share of it (:func:`~mst_dist.engine.plan.memory_budget`).  The engine streams a
     graph whose resident chunks would not fit in the workers' limits
     (``mst.stream: auto``).  A bad value is a :class:`~mst_dist.config.ConfigError`
     naming the setting.
@@ -200,7 +222,7 @@ def embedded(n_workers=None, threads_per_worker=None, processes=None,
 
     n_workers = config.get("cluster.n-workers", n_workers) or 1
     threads_per_worker = config.get("cluster.threads-per-worker", threads_per_worker)
-    processes = bool(config.get("cluster.processes", processes))
+    processes = as_processes(n_workers, processes)
     if dashboard_address is _UNSET:
         dashboard_address = config.get("cluster.dashboard-address")
     where = "memory_limit"
@@ -213,12 +235,13 @@ def embedded(n_workers=None, threads_per_worker=None, processes=None,
     if threads_per_worker is None:
         threads_per_worker = max(1, _cores() // max(1, n_workers))
     if memory_limit == "auto":
-        # the machine's memory (as Dask reads it: cgroup and rlimit too) over the workers; Dask's own
-        # "auto" gives each worker its threads' share of the cores, which leaves a one-thread GPU
-        # worker 1/16 of a 16-core machine
+        # the machine's memory (as Dask reads it: cgroup and rlimit too) over the worker processes;
+        # Dask's own "auto" gives each worker its threads' share of the cores, which leaves a
+        # one-thread GPU worker 1/16 of a 16-core machine.  Workers that are threads of this process
+        # share it: each one's memory manager measures the whole process against its own limit
         from distributed.system import MEMORY_LIMIT
 
-        memory_limit = MEMORY_LIMIT // max(1, n_workers)
+        memory_limit = MEMORY_LIMIT // max(1, n_workers) if processes else MEMORY_LIMIT
     if gpu:
         kwargs.setdefault("resources", {"GPU": 1})
     if processes:
@@ -265,8 +288,9 @@ def embedded(n_workers=None, threads_per_worker=None, processes=None,
 def open_local(cfg, gpu=False):
     """A client of the in-process cluster a ``local`` section describes, closed on exit.
 
-    Unset keys as :func:`embedded` (one worker by default); ``memory_limit``
-    is each worker's, threads or processes.  Worker processes preload
+    Unset keys as :func:`embedded` (one worker by default; several are
+    processes unless ``processes`` is false); ``memory_limit`` is each
+    worker's (in-process workers share it).  Worker processes preload
     :mod:`mst_dist.engine.warmup` unless ``warmup`` is false.  ``gpu``: the workers advertise
     ``resources={"GPU": 1}`` and run the GPU kernels on this machine's
     device (see :func:`local_gpu`).
@@ -276,15 +300,17 @@ def open_local(cfg, gpu=False):
     from mst_dist.deploy._core import WARMUP, security_of
 
     memory = {"memory_limit": cfg["memory_limit"]} if "memory_limit" in cfg else {}
-    if config.get("cluster.processes", cfg.get("processes")) and config.get("cluster.warmup", cfg.get("warmup")):
+    n_workers = cfg.get("n_workers") or config.get("cluster.n-workers", None, None) or 1
+    processes = as_processes(n_workers, cfg.get("processes"))
+    if processes and config.get("cluster.warmup", cfg.get("warmup")):
         # worker processes load the kernels as they start, not in the first round
         memory["preload"] = [WARMUP]
     try:
         security = security_of(cfg.get("security"), temporary=True)
     except ValueError as e:
         raise ConfigError(f"cluster.{e}", key="cluster.security") from None
-    with embedded(n_workers=cfg.get("n_workers") or 1, threads_per_worker=cfg.get("threads_per_worker"),
-                  processes=cfg.get("processes"), dashboard_address=cfg.get("dashboard_address"),
+    with embedded(n_workers=n_workers, threads_per_worker=cfg.get("threads_per_worker"),
+                  processes=processes, dashboard_address=cfg.get("dashboard_address"),
                   gpu=gpu, security=security, **memory) as client:
         yield client
 
@@ -305,7 +331,7 @@ def _shared_settings(gpu):
 
     dash = config.get("cluster.dashboard-address") if config.get("embedded.dashboard", None, False) else None
     return (config.get("cluster.n-workers"), config.get("cluster.threads-per-worker"),
-            bool(config.get("cluster.processes")), config.get("cluster.memory-limit", None, "auto"),
+            config.get("cluster.processes", None, None), config.get("cluster.memory-limit", None, "auto"),
             dash, bool(gpu))
 
 

@@ -122,3 +122,57 @@ def stream_memory(n_vertices, n_edges, threads, total_memory) -> int:
     per vertex, and a slice of at most :func:`slice_budget` edges."""
     per_vertex = STREAM_VERTEX_BYTES + STREAM_THREAD_VERTEX_BYTES * max(1, int(threads))
     return int(n_vertices) * per_vertex + min(slice_budget(total_memory), int(n_edges)) * STREAM_SLICE_EDGE_BYTES
+
+
+@dataclass(frozen=True)
+class MemoryBudget:
+    """The memory a run plans against: what Dask's memory manager lets each worker use.
+
+    A worker's memory manager pauses it when its *process* nears the
+    worker's limit.  Workers that are threads of one process (an in-process
+    ``LocalCluster``: ``processes=False``) therefore share one budget, the
+    smallest of their limits: each is planned a share of it, not the whole
+    limit Dask lists for it.
+    """
+
+    per_worker: dict   #: worker -> bytes planned for it (its process's budget over the workers in it; 0: no limit)
+    processes: int     #: worker processes (budgets) among the workers
+
+    @property
+    def smallest(self) -> int:
+        return min(self.per_worker.values(), default=0)
+
+    @property
+    def largest(self) -> int:
+        return max(self.per_worker.values(), default=0)
+
+    @property
+    def total(self) -> int:
+        return sum(self.per_worker.values())
+
+
+def _process_of(address):
+    """The process a worker runs in: ``(host, pid)`` of an in-process address (``inproc://host/pid/n``),
+    else the worker's own address (a process of its own)."""
+    if address.startswith("inproc://"):
+        host, _, rest = address[len("inproc://"):].partition("/")
+        return host, rest.partition("/")[0]
+    return address
+
+
+def memory_budget(workers) -> MemoryBudget:
+    """The :class:`MemoryBudget` of ``workers`` (``{address: info}`` as the scheduler lists them).
+
+    Workers of one process (Dask's in-process addresses name the process)
+    share the smallest of their ``memory_limit``: each gets that over their
+    count.  A worker without a limit (0 or ``None``) is planned 0 (unknown).
+    """
+    groups = {}
+    for address in workers:
+        groups.setdefault(_process_of(address), []).append(address)
+    per_worker = {}
+    for members in groups.values():
+        limits = [int(workers[a].get("memory_limit") or 0) for a in members]
+        share = min(limits) // len(members) if all(limits) else 0
+        per_worker.update(dict.fromkeys(members, share))
+    return MemoryBudget(per_worker=per_worker, processes=len(groups))

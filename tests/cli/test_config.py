@@ -50,7 +50,7 @@ EXPECTED_DEFAULTS = {
     "cluster.kind": "local",
     "cluster.n-workers": None,
     "cluster.threads-per-worker": None,
-    "cluster.processes": False,
+    "cluster.processes": None,
     "cluster.dashboard-address": "127.0.0.1:0",
     "cluster.address": None,
     "cluster.memory-limit": "auto",
@@ -151,11 +151,12 @@ def test_minimal_run_config_defaults():
     assert cfg["partitions"] is None
     assert cfg["local_finish"] == "auto"
     assert cfg["stream"] == "auto"
+    assert cfg["vertex_partition"] == "auto"
     assert cfg["output"] is None
     assert cfg["n_vertices"] is None
     assert cfg["placement"] == {"throughput": None, "calibration_edges": 1048576}
     assert cfg["cluster"] == {"kind": "local", "n_workers": None,
-                              "threads_per_worker": None, "processes": False,
+                              "threads_per_worker": None, "processes": None,
                               "dashboard_address": "127.0.0.1:0", "memory_limit": "auto", "warmup": True}
 
 
@@ -260,7 +261,7 @@ def test_wrong_type_message_exact():
     ({**gen(), "backend": 3}, "backend", "expected str, got int 3"),
     ({**gen(), "local_finish": 1.5}, "local_finish", "expected str or int, got float 1.5"),
     ({**gen(), "cluster": {"n_workers": True}}, "cluster.n_workers", "expected int or null, got bool True"),
-    ({**gen(), "cluster": {"processes": "yes"}}, "cluster.processes", "expected bool, got str 'yes'"),
+    ({**gen(), "cluster": {"processes": "yes"}}, "cluster.processes", "expected bool or null, got str 'yes'"),
     ({**gen(), "cluster": [1]}, "cluster", "expected mapping, got list"),
     ({**gen(), "output": {"path": 3}}, "output.path", "expected str, got int 3"),
     ({"graph": {"generate": {"kind": "gnp", "n": 5, "p": "half"}}}, "graph.generate.p",

@@ -85,6 +85,26 @@ def test_auto_memory_limit_is_the_machines_over_the_workers():
         assert limits(client) == [MEMORY_LIMIT // 2] * 2
 
 
+def test_several_workers_are_processes_and_in_process_ones_share_one_budget():
+    """Unset ``processes``: one worker is this process's threads, several are worker processes (each
+    with a limit of its own).  Several in-process workers share this process: ``auto`` gives each the
+    machine's memory (Dask measures the whole process against each one's limit), and the engine plans
+    each half of it -- the budget the memory manager pauses them at, not twice it."""
+    from distributed.system import MEMORY_LIMIT
+
+    from mst_dist.deploy.local import as_processes
+    from mst_dist.engine.plan import memory_budget
+
+    assert (as_processes(1), as_processes(2), as_processes(2, False), as_processes(1, True)) == (
+        False, True, False, True)
+    with embedded(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as client:
+        workers = client.scheduler_info()["workers"]
+        assert limits(client) == [MEMORY_LIMIT] * 2
+        budget = memory_budget(workers)
+        assert budget.processes == 1 and budget.total == MEMORY_LIMIT // 2 * 2
+        assert set(budget.per_worker.values()) == {MEMORY_LIMIT // 2}
+
+
 def test_embedded_bad_memory_limit_names_the_setting(environ):
     environ(DASK_MST__CLUSTER__MEMORY_LIMIT="lots")
     with pytest.raises(ConfigError, match=r"^mst.cluster.memory-limit: expected 'auto'") as info:
@@ -239,7 +259,7 @@ def test_in_process_cluster_batches_its_messages_for_a_millisecond_at_most():
     """Client, scheduler and workers in one process: Dask's 2-10 ms batching saves no packet there."""
     from mst_dist.deploy.local import IN_PROCESS_BATCH_SECONDS
 
-    with embedded(n_workers=2, threads_per_worker=1, dashboard_address=None) as client:
+    with embedded(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as client:
         scheduler = client.cluster.scheduler
         streams = [client.scheduler_comm, *scheduler.stream_comms.values(), *scheduler.client_comms.values(),
                    *(w.batched_stream for w in client.cluster.workers.values())]

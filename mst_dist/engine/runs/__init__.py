@@ -28,8 +28,10 @@ import time
 from distributed.scheduler import KilledWorker
 
 from mst_dist import config
-from mst_dist.graph import InvalidGraphError, human_bytes, vertex_memory
+from mst_dist.errors import GraphTooLargeError
+from mst_dist.graph import human_bytes, vertex_memory
 from mst_dist.engine import interrupt
+from mst_dist.engine.advice import advise
 from mst_dist.engine.keys import new_token
 from mst_dist.engine.plan import should_stream
 from mst_dist.engine.runs.base import Run
@@ -51,6 +53,21 @@ KINDS = {k.kind: k for k in (ResidentRun, StreamingRun, PartitionedRun, SpreadSt
 def choose_kind(spec, graph, cluster: ClusterLayout, ckpt: RunCheckpoint | None) -> str:
     """The kind of run for ``graph`` under ``spec`` on ``cluster``.
 
+    A graph the cluster cannot hold is a :class:`~mst_dist.GraphTooLargeError`
+    ending with the shapes in which it fits, by these same checks
+    (:func:`~mst_dist.engine.advice.advise`).
+    """
+    try:
+        return _kind_of(spec, graph, cluster, ckpt)
+    except GraphTooLargeError as e:
+        if ckpt is not None and ckpt.mode is not None:
+            raise  # a resumed run goes on in its saved shape
+        raise e.with_advice(advise(spec, cluster, lambda s, c: _kind_of(s, graph, c, None))) from None
+
+
+def _kind_of(spec, graph, cluster: ClusterLayout, ckpt: RunCheckpoint | None) -> str:
+    """The kind of run for ``graph`` under ``spec`` on ``cluster``, without advice.
+
     A run resumed from a checkpoint goes on as the saved run went (``auto``
     may now decide otherwise).  Edges are streamed when asked to, or
     (``auto``) when they would not fit in the workers' memory.  The
@@ -71,11 +88,11 @@ def choose_kind(spec, graph, cluster: ClusterLayout, ckpt: RunCheckpoint | None)
         (not streams and need > cluster.min_memory // 4) or (streams and not _streams_on_one(graph, cluster))))
     if spread:
         if need > cluster.total_memory // 2:
-            raise InvalidGraphError(
+            raise GraphTooLargeError(
                 f"n_vertices = {graph.n_vertices} would need about {human_bytes(need)} of per-vertex arrays, "
                 f"more than half the cluster's memory ({human_bytes(cluster.total_memory)}) even spread over "
-                f"its workers: relabel the vertex ids to 0..n-1 (e.g. numpy.unique(ids, return_inverse=True)) "
-                f"or add workers", source=graph.name)
+                f"its workers: relabel the vertex ids to 0..n-1 (e.g. numpy.unique(ids, return_inverse=True))",
+                source=graph.name)
         return SpreadStreamingRun.kind if streams else PartitionedRun.kind
     check_vertex_memory(graph, cluster.max_memory)
     if streams:
@@ -88,7 +105,7 @@ def _streams_on_one(graph, cluster) -> bool:
     try:
         check_vertex_memory(graph, cluster.max_memory)
         check_stream_memory(graph, cluster)
-    except InvalidGraphError:
+    except GraphTooLargeError:
         return False
     return True
 

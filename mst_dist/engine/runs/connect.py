@@ -10,9 +10,11 @@ from dataclasses import dataclass
 
 from mst_dist.engine.cluster_info import scheduler_workers
 from mst_dist.engine.placement import measure_throughput, worker_kinds
+from mst_dist.engine.plan import memory_budget
 from mst_dist.engine.accounting import TransferTally
 from mst_dist.engine.scratch import ScratchPlugin
-from mst_dist.graph import InvalidGraphError, human_bytes, vertex_memory
+from mst_dist.errors import GraphTooLargeError
+from mst_dist.graph import human_bytes, vertex_memory
 
 logger = logging.getLogger("mst_dist")
 
@@ -45,10 +47,10 @@ def check_vertex_memory(graph, memory):
     """Refuse a graph whose per-vertex state would not fit in the largest worker (``memory`` 0: unknown)."""
     need = vertex_memory(graph.n_vertices)
     if memory and need > memory:
-        raise InvalidGraphError(
+        raise GraphTooLargeError(
             f"n_vertices = {graph.n_vertices} would need about {human_bytes(need)} of per-vertex arrays on one "
             f"worker, more than the largest worker has ({human_bytes(memory)}): relabel the vertex ids to "
-            f"0..n-1 (e.g. numpy.unique(ids, return_inverse=True)) or use workers with more memory",
+            f"0..n-1 (e.g. numpy.unique(ids, return_inverse=True))",
             source=graph.name)
 
 
@@ -61,12 +63,10 @@ def check_stream_memory(graph, cluster):
     threads = -(-cluster.threads // max(1, cluster.n_workers))
     need = stream_memory(graph.n_vertices, graph.n_edges, threads, cluster.total_memory)
     if memory and need > memory:
-        raise InvalidGraphError(
+        raise GraphTooLargeError(
             f"n_vertices = {graph.n_vertices}, streamed, would need about {human_bytes(need)} on the worker that "
             f"solves each slice of the edges (its per-vertex arrays with {threads} threads, and the slice), more "
-            f"than the largest worker has ({human_bytes(memory)}); it is refused before any work: use a worker "
-            f"with more memory or fewer threads, or spread the vertex map over several workers "
-            f"(vertex_partition='always', or 'auto' on a cluster of more than one worker)",
+            f"than the largest worker has ({human_bytes(memory)}); it is refused before any work",
             source=graph.name)
 
 
@@ -98,8 +98,9 @@ def connect(client, graph, spec, token) -> ClusterLayout:
             client.register_plugin(plugin, name=plugin.name)
         except Exception:  # an old scheduler: default arenas, bytes moved stay estimates
             logger.debug("could not register the %s plugin", plugin.name, exc_info=True)
-    limits = [(w.get("memory_limit") or 0) for w in workers.values()]
-    min_memory = min(limits) or 2**34
+    # in-process workers share their process's limit: planned as Dask's memory manager measures them
+    budget = memory_budget(workers)
+    min_memory = budget.smallest or 2**34
     kinds, device_memory = worker_kinds(client, workers, spec.backend)
     present = set(kinds.values())
     throughput = measured = None
@@ -109,6 +110,6 @@ def connect(client, graph, spec, token) -> ClusterLayout:
     elif present == {"cpu", "gpu"}:
         throughput = measured = measure_throughput(client, kinds, spec.backend, token, spec.throughput)
     return ClusterLayout(workers=tuple(sorted(workers)), threads=sum(w.get("nthreads", 1) for w in workers.values()),
-                         kinds=kinds, device_memory=device_memory, min_memory=min_memory, max_memory=max(limits),
-                         total_memory=sum(limits) or min_memory * len(workers), throughput=throughput,
+                         kinds=kinds, device_memory=device_memory, min_memory=min_memory, max_memory=budget.largest,
+                         total_memory=budget.total or min_memory * len(workers), throughput=throughput,
                          measured=measured)
