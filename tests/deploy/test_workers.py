@@ -214,3 +214,26 @@ def test_cpu_worker_spec_starts_a_warm_worker(tmp_path):
             p.terminate()
             _, err = p.communicate(timeout=60)
     assert "mst-dist kernels warmed up" in err
+
+
+def test_the_systemd_unit_starts_the_hosts_spec_again_whenever_it_exits():
+    """workers/mst-dist-worker.service: `dask spec` of a shipped spec, restarted whenever it exits (a worker
+    that lost its scheduler closes, nanny and all), after the network is up; systemd's own check passes
+    where systemd-analyze is installed."""
+    import shlex
+    import shutil
+
+    path = os.path.join(ROOT, "workers", "mst-dist-worker.service")
+    lines = [ln.strip() for ln in open(path) if ln.strip() and not ln.lstrip().startswith(("#", "["))]
+    keys = [ln.split("=", 1) for ln in lines]
+    one = {k: v for k, v in keys if k != "Environment"}
+    env = dict(v.split("=", 1) for k, v in keys if k == "Environment")
+    assert one["Restart"] == "always" and float(one["RestartSec"]) > 0
+    assert "network-online.target" in one["After"] and "network-online.target" in one["Wants"]
+    assert os.path.isfile(os.path.join(ROOT, "workers", os.path.basename(env["MST_WORKER_SPEC"])))
+    script = shlex.split(one["ExecStart"])[-1]
+    words = shlex.split(script.replace('"$MST_VENV/bin/dask"', "dask"))
+    assert words == ["exec", "dask", "spec", "$MST_SCHEDULER", "--spec-file", "$MST_WORKER_SPEC"]
+    if shutil.which("systemd-analyze"):
+        p = subprocess.run(["systemd-analyze", "verify", path], capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0 and "mst-dist-worker.service" not in p.stderr, p.stderr
