@@ -19,10 +19,10 @@ __all__ = ["advise", "MAX_ADVISED_WORKERS", "SMALLEST_ADVISED_WORKER"]
 
 #: Most workers a spread is advised over.
 MAX_ADVISED_WORKERS = 64
-#: Least memory per worker process a split of the cluster's memory is advised at (a Python
-#: process with the kernels loaded holds a few hundred MiB of its own): less only where the
-#: workers have less already.
-SMALLEST_ADVISED_WORKER = 256 * 2**20
+#: Least memory per worker process a split of the cluster's memory is advised at: a Python process
+#: with the kernels loaded holds a few hundred MiB of its own, which the engine's checks do not
+#: count.  Workers with less than this each are advised more of them at the memory they have.
+SMALLEST_ADVISED_WORKER = 2 * 2**30
 
 
 def _shape(cluster, n_workers, threads, memory):
@@ -53,7 +53,8 @@ def _fewer_threads(choose, spec, cluster, threads):
 
 def _spread(choose, spec, cluster, threads):
     """The fewest worker processes over which the per-vertex state fits: within the cluster's memory
-    (split evenly) where it can, else each with the memory of the largest worker now."""
+    (split evenly, each at least :data:`SMALLEST_ADVISED_WORKER`) where it can, else each with the
+    memory of the largest worker now."""
     spread = dataclasses.replace(spec, vertex_partition="always")
     total, largest = cluster.total_memory, cluster.max_memory
     floor = min(largest, SMALLEST_ADVISED_WORKER)
