@@ -166,7 +166,8 @@ def linkage_rows(n, src, dst, height, order, reps, join_height):
 
 
 #: how many edges ahead the linkage walk prefetches an edge, its ends' union-find entries, and
-#: their parents' (each needs the one before in cache); measured on a 10M-vertex forest
+#: their parents' (each needs the one before in cache): far enough ahead for a fetch to land, near
+#: enough that the lines are still in cache when the walk gets there
 EDGE_AHEAD, ENDS_AHEAD, PARENTS_AHEAD = 48, 24, 8
 
 

@@ -12,8 +12,8 @@ The kernels know nothing of Dask, so the engine passes the budget down:
   worker's memory after a run is back near where it started -- once the
   worker has not used the arena for :data:`RELEASE_AFTER` seconds: runs
   back to back (a benchmark's repeats, a loop over graphs) keep reusing the
-  buffers (measured: releasing at once made the next run of a 3M-edge graph
-  ~20% slower, its pages faulted in afresh).
+  buffers, where releasing at once would make the next run fault every page
+  in afresh.
 """
 from __future__ import annotations
 

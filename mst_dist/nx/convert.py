@@ -141,8 +141,8 @@ def _gc_paused():
     """No cyclic garbage collection while a list of millions of fresh tuples is built.
 
     The tuples hold no cycles, but each allocation burst triggers collections
-    that scan the whole growing list: converting a graph of 300,000 edges
-    took 1.6-1.8x as long with the collector running.
+    that scan the whole growing list, so the conversion's time would grow
+    faster than its edges.
     """
     was = gc.isenabled()
     gc.disable()

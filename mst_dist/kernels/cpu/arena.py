@@ -2,8 +2,8 @@
 
 Edge arrays are carved from one buffer with a skew (:func:`alloc_soa`):
 separately allocated arrays of equal size tend to start at the same offset
-modulo the page size and evict each other from cache (measured: in-place
-compaction 6x slower on R-MAT scale 21).
+modulo the page size and evict each other from cache, which makes in-place
+compaction several times slower.
 """
 from __future__ import annotations
 
@@ -22,9 +22,9 @@ _SKEW = 1088  # bytes between carved arrays (not a multiple of 64 B lines nor of
 class _Arena:
     """Large scratch buffers kept for reuse within a process.
 
-    On the virtual machines this engine is measured on, touching freshly
-    mapped memory costs more than the kernels that fill it (a 240 MB working
-    set: ~0.4 s of page faults against ~0.05 s of copying).  Buffers of at
+    Touching freshly mapped memory can cost more than the kernels that fill
+    it (page faults, on virtual machines especially, against a linear
+    copy).  Buffers of at
     least ``min_bytes`` are therefore kept after use, up to ``limit`` bytes
     in all, and handed out again once nothing refers to them any more (every
     numpy view holds a reference to its base buffer, so a buffer whose only

@@ -2,8 +2,7 @@
 
 What :mod:`mst_dist.kernels.vertex_ranges` does on every chunk in every
 partitioned round, written as serial ``nogil`` loops because NumPy's own
-forms sort or scatter more than they need to (measured on one chunk of 2^19
-edges over 2^21 ids, this project's 2-core machine):
+forms sort or scatter more than they need to:
 
 - :func:`rank` -- the sorted distinct values and each value's index among
   them: an 11-bit least-significant-digit radix sort over only the bits the
@@ -22,9 +21,9 @@ edges over 2^21 ids, this project's 2-core machine):
   :func:`sparse_values` -- the values of some sorted ids in a map kept over
   the ids present only, the others numbered in order: the same walk, with
   no temporaries.
-  With them (and the splits' radix ranks), a round's hook, pointer jumping
-  and numbering over 2^25 components took 5.8 s instead of 15.0
-  (``python -m benchmarks.vertex_partition round``).
+
+``python -m benchmarks.vertex_partition round`` times the hook, pointer
+jumping and numbering of a partitioned round, which these kernels serve.
 """
 from __future__ import annotations
 
