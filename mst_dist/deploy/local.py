@@ -89,9 +89,8 @@ def _in_process_latency(client, cluster):
     done) for a few milliseconds to save network packets.  Between a client,
     scheduler and workers that are objects of one process no packet is
     saved, and every task the engine waits on pays the batching up to four
-    times: a run on a small graph waits on a few in turn (a trivial task's round trip
-    measured 10.4 ms, 3.4 ms with 1 ms batching; a networkx call on a
-    1,000-edge graph 31 ms, 26-29 ms: docs/benchmarks.md).  The streams are Dask's own
+    times: a run on a small graph waits on a few in turn, so the batching is
+    much of a small call's time.  The streams are Dask's own
     ``BatchedSend`` objects; an attribute a version lacks is left alone.
     """
     streams = [getattr(client, "scheduler_comm", None)]
