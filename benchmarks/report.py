@@ -13,6 +13,7 @@ import math
 
 from benchmarks.config import GPU_METHODS
 from benchmarks.timing import done
+from mst_dist.phases import Phase
 
 __all__ = ["summarise", "format_report"]
 
@@ -548,7 +549,7 @@ def format_report(report):
             g["name"], f"{g['n']:,}", f"{g.get('forest_edges') or 0:,}", f"{e.get('components', 0):,}",
             f"{g.get('total_weight')}", _fmt_s(e["min"].get("validate")),
             f"{st.get('n_rounds')} ({modes})",
-            *(_fmt_s(pt.get(p, 0.0)) for p in ("map", "merge", "contract", "filter-edges")),
+            *(_fmt_s(pt.get(p, 0.0)) for p in (Phase.MAP, Phase.MERGE, Phase.CONTRACT, Phase.FILTER_EDGES)),
             _fmt_s(st.get("setup_seconds")), _fmt_s(st.get("overhead_seconds")), kcell, dcell,
             _fmt_r(_ratio(e.get("best", {}).get("cpu"), e.get("best", {}).get("total"))),
             f"{_load1(g.get('loadavg_start'))} → {_load1(g.get('loadavg_end'))}",

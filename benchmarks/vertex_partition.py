@@ -278,30 +278,10 @@ def _run(graph, client, mode, chunks, ranges, contract="auto", base=0, **kw):
     return res, time.perf_counter() - t0
 
 
-#: The phase of a round each task phase's transfers belong to (the first word of the key's phase).
-PHASES = {"cand": "merge", "merge": "merge", "merged": "merge", "contract": "contract", "stats": "contract",
-          "hook": "contract", "parents": "contract", "chosen": "contract", "jump": "contract",
-          "jumped": "contract", "counts": "contract", "number": "contract", "relabel": "contract",
-          "rmap": "round map", "route": "filter-edges", "routed": "filter-edges", "filter": "filter-edges",
-          "light": "filter-edges", "heavy": "filter-edges", "sample": "filter-edges", "count": "filter-edges",
-          "labels": "labels", "map": "map", "edges": "map", "load": "load", "prepare": "load",
-          "compose": "round map", "local": "local", "touch": "local", "interior": "local",
-          "probe": "local"}
-
-
-def by_phase(phase_bytes):
-    """A round's bytes per task phase summed into the phases of a round."""
-    out = {}
-    for name, nb in phase_bytes.items():
-        group = PHASES.get(name.split("-")[0], name)
-        out[group] = out.get(group, 0) + nb
-    return out
-
-
 def _rounds(res):
     return [{"round": r.round, "mode": r.mode, "components": r.components_before, "edges": r.edges_before,
              "ranges": r.ranges,
-             "bytes_moved": r.bytes_moved, "bytes_by_phase": by_phase(r.phase_bytes), "seconds": r.wall_seconds}
+             "bytes_moved": r.bytes_moved, "bytes_by_phase": dict(r.phase_bytes), "seconds": r.wall_seconds}
             for r in res.stats.rounds]
 
 

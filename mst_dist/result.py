@@ -6,10 +6,12 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from mst_dist.phases import ROUND_PHASES, plain
+
 __all__ = ["MSFResult", "PassStats", "RoundStats", "RunStats", "PHASES"]
 
-#: The five phases of a Borůvka round, in order; the names used everywhere.
-PHASES = ("map", "merge", "contract", "filter-edges", "filter-nodes")
+#: The five phases of a Borůvka round, in order (:class:`mst_dist.phases.Phase` members).
+PHASES = ROUND_PHASES
 
 
 @dataclass
@@ -21,13 +23,15 @@ class RoundStats:
     entry per round of that solve), ``"filter"`` for a light-edge pass's
     boundary, ``"partitioned"`` for a round whose per-vertex state is cut
     into ranges, ``"local-contraction"`` for a partitioned run's first step
-    (each chunk contracting the vertices only it touches).  ``phase_seconds`` holds kernel time per phase; ``wall_seconds``
-    is the round as seen by the driver, so ``wall - sum(phases)`` is the
-    scheduling overhead.  ``bytes_moved`` counts the bytes of task results
-    consumed by tasks of the next phase (candidates, round maps, gathered
-    chunks): what crosses between workers when the tasks sit on different
-    workers; ``phase_bytes`` splits them by the phase named in the task keys
-    that received them (on a cluster of several workers).  ``h2d_bytes`` and ``d2h_bytes`` count what GPU workers copied
+    (each chunk contracting the vertices only it touches).  ``phase_seconds``
+    holds kernel time per phase (:class:`~mst_dist.phases.Phase`);
+    ``wall_seconds`` is the round as seen by the driver, so
+    ``wall - sum(phases)`` is the scheduling overhead.  ``bytes_moved``
+    counts the bytes of task results consumed by tasks of the next phase
+    (candidates, round maps, gathered chunks): what crosses between workers
+    when the tasks sit on different workers; ``phase_bytes`` splits them by
+    the phase of the tasks that received them (on a cluster of several
+    workers).  ``h2d_bytes`` and ``d2h_bytes`` count what GPU workers copied
     between host and device memory in the round (chunks uploaded, round maps
     in; candidates and results out); ``gpu_edges`` how many of
     ``edges_before`` a GPU worker processed.  A local round charges its
@@ -54,7 +58,7 @@ class RoundStats:
     ranges: int = 0
 
     def to_dict(self):
-        return asdict(self)
+        return plain(asdict(self))
 
 
 @dataclass

@@ -5,8 +5,8 @@ The driver publishes small records on the scheduler's ``mst-dist`` event topic
 ``RoundStats`` a result holds).  :class:`MSTDashboard`, a scheduler plugin,
 keeps those of the last runs (its ``log_event`` hook) and, from the
 scheduler's task transitions, which worker ran and holds which edge chunk and
-how long its ``mst-load``/``mst-prepare``/``mst-map``/``mst-merge``/
-``mst-local`` tasks took.  The page draws from that state (plugins hold state,
+how long its tasks took, grouped by the phase their keys name
+(:data:`mst_dist.diagnostics.figures.WORK_PHASES`).  The page draws from that state (plugins hold state,
 pages render it); it updates twice a second while a run goes and keeps the
 last run's figures after it ends.
 
@@ -36,6 +36,7 @@ from distributed.diagnostics.plugin import SchedulerPlugin
 
 from mst_dist.diagnostics import figures
 from mst_dist.engine.keys import EVENT_TOPIC, parse_key
+from mst_dist.phases import Phase, Step
 
 __all__ = ["MSTDashboard", "NAME", "PAGE", "register", "install", "dask_setup", "add_page", "dashboard_link",
            "http_address"]
@@ -51,11 +52,10 @@ PAGE = "/mst"
 #: The fields of a ``phase`` event the page keeps (a streaming run's passes add the last four).
 PHASE_FIELDS = ("round", "phase", "components", "edges", "elapsed", "pass", "chunks_done", "chunks_total",
                 "bytes_read")
-#: Task phase (key prefix) -> per-worker time group on the page.
-_GROUP = {"load": "load", "prepare": "load", "pass": "load", "pass-sample": "load", "map": "map", "merge": "merge", "contract": "merge",
-          "filter": "merge", "sample": "merge", "local": "local"}
+#: A task's phase -> its per-worker time group on the page.
+_GROUP = {p: group.value for group, phases in figures.WORK_PHASES.items() for p in phases}
 #: Tasks whose result is (a version of) edge chunk ``index``: where they ran, the chunk is.
-_CHUNK_PHASES = ("load", "prepare", "map", "filter", "pass")
+_CHUNK_STEPS = frozenset({Step.LOAD, Step.PREPARE, Step.MAP, Step.FILTER, Step.PASS})
 
 
 class MSTDashboard(SchedulerPlugin):
@@ -67,7 +67,7 @@ class MSTDashboard(SchedulerPlugin):
     as the workers measured it once the run ends, ``bytes_estimate`` as the
     driver estimated it during the run), the latest ``phase``
     event, ``chunks`` (chunk index -> worker), ``seconds`` (worker -> task
-    seconds by group) and ``tasks`` (tasks finished, by key phase).
+    seconds by group) and ``tasks`` (tasks finished, by key name).
     :meth:`data` gives the page's columns for a run.
     """
 
@@ -140,15 +140,14 @@ class MSTDashboard(SchedulerPlugin):
         worker = kwargs.get("worker")
         if run is None or worker is None:
             return
-        phase = k.phase
-        run["tasks"][phase] = run["tasks"].get(phase, 0) + 1
-        group = _GROUP.get(phase)
+        run["tasks"][k.name] = run["tasks"].get(k.name, 0) + 1
+        group = _GROUP.get(k.phase)
         if group is not None:
             secs = sum(s["stop"] - s["start"] for s in kwargs.get("startstops") or ()
                        if s.get("action") == "compute")
             w = run["seconds"].setdefault(worker, {})
             w[group] = w.get(group, 0.0) + secs
-        if phase in _CHUNK_PHASES and k.chunk is not None:
+        if k.step in _CHUNK_STEPS and k.chunk is not None:
             run["chunks"][k.chunk] = worker
         self.version += 1
 
@@ -186,7 +185,7 @@ class MSTDashboard(SchedulerPlugin):
               "components": ph.get("components", run.get("n_vertices") or 0),
               "edges": ph.get("edges", run.get("n_edges") or 0),
               "elapsed": time.time() - run["started"], "rounds": len(run["rounds"])}
-        if ph.get("phase") == "pass":  # a streaming run's pass over the source
+        if ph.get("phase") == Phase.PASS:  # a streaming run's pass over the source
             st.update({k: ph.get(k) for k in ("pass", "chunks_done", "chunks_total", "bytes_read")})
         if run["state"] == "finished":
             end = run.get("end") or {}

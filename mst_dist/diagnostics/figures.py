@@ -10,24 +10,29 @@ imported there, on use: ``pip install mst-dist[dashboard]``).
 """
 from __future__ import annotations
 
+from mst_dist.phases import Phase
 from mst_dist.result import PHASES
 
 __all__ = ["STACK", "COLORS", "round_columns", "remaining_columns", "worker_columns",
            "status_html", "build", "standalone"]
 
-#: What the time-per-phase bars stack: the five phases, then the rest of the
-#: round's wall time (scheduling, transfers: ``wall - sum(phases)``).
-STACK = (*PHASES, "overhead")
+#: What the time-per-phase bars stack (as plain strings, Bokeh's column names): the five phases, then the
+#: rest of the round's wall time (scheduling, transfers: ``wall - sum(phases)``).
+STACK = (*(p.value for p in PHASES), "overhead")
 
 #: One colour per stacked part (Category10 for the phases, grey for overhead).
-COLORS = {"map": "#1f77b4", "merge": "#ff7f0e", "contract": "#2ca02c", "filter-edges": "#d62728",
-          "filter-nodes": "#9467bd", "overhead": "#bdbdbd"}
+COLORS = {Phase.MAP: "#1f77b4", Phase.MERGE: "#ff7f0e", Phase.CONTRACT: "#2ca02c", Phase.FILTER_EDGES: "#d62728",
+          Phase.FILTER_NODES: "#9467bd", "overhead": "#bdbdbd"}
 
-#: Per-worker task time groups (keys of :func:`worker_columns`), with colours.
-WORK = ("load", "map", "merge", "local")
-WORK_COLORS = {"load": "#8c564b", "map": "#1f77b4", "merge": "#ff7f0e", "local": "#17becf"}
-WORK_LABELS = {"load": "load + prepare", "map": "map", "merge": "merge + contract",
-               "local": "single-task solve"}
+#: Per-worker task time groups (keys of :func:`worker_columns`), each named by its first phase: the
+#: phases whose tasks' seconds it adds up.
+WORK_PHASES = {Phase.LOAD: (Phase.LOAD, Phase.PASS), Phase.MAP: (Phase.MAP,),
+               Phase.MERGE: (Phase.MERGE, Phase.CONTRACT, Phase.FILTER_EDGES, Phase.FILTER_NODES),
+               Phase.LOCAL: (Phase.LOCAL,)}
+WORK = tuple(g.value for g in WORK_PHASES)
+WORK_COLORS = {Phase.LOAD: "#8c564b", Phase.MAP: "#1f77b4", Phase.MERGE: "#ff7f0e", Phase.LOCAL: "#17becf"}
+WORK_LABELS = {Phase.LOAD: "load + prepare", Phase.MAP: "map", Phase.MERGE: "merge + contract",
+               Phase.LOCAL: "single-task solve"}
 
 
 def round_columns(rounds):
@@ -66,7 +71,7 @@ def remaining_columns(rounds, phase=None):
     if rounds:
         last = rounds[-1]
         pts.setdefault(last["round"] + 1, (last["components_after"], last["edges_after"]))
-    if phase and isinstance(phase.get("round"), int) and phase.get("phase") in ("map", "local"):
+    if phase and isinstance(phase.get("round"), int) and phase.get("phase") in (Phase.MAP, Phase.LOCAL):
         pts.setdefault(phase["round"], (phase.get("components", 0), phase.get("edges", 0)))
     cols = {"round": [], "components": [], "edges": []}
     for k in sorted(pts):
@@ -108,7 +113,7 @@ def worker_columns(workers, chunks, seconds, kinds=None):
     held = {w: [] for w in names}
     for i, w in chunks.items():
         held[w].append(i)
-    total_map = sum(s.get("map", 0.0) for s in seconds.values())
+    total_map = sum(s.get(Phase.MAP, 0.0) for s in seconds.values())
     cols = {"worker": [], "label": [], "kind": [], "chunks": [], "chunk_ids": [], "map_share": [],
             **{g: [] for g in WORK}}
     for w in names:
@@ -120,7 +125,7 @@ def worker_columns(workers, chunks, seconds, kinds=None):
         cols["chunk_ids"].append(_ranges(held[w]))
         for g in WORK:
             cols[g].append(float(s.get(g, 0.0)))
-        cols["map_share"].append(100.0 * s.get("map", 0.0) / total_map if total_map else 0.0)
+        cols["map_share"].append(100.0 * s.get(Phase.MAP, 0.0) / total_map if total_map else 0.0)
     return cols
 
 
@@ -153,7 +158,7 @@ def status_html(status):
              f"{_count(status.get('n_edges', '?'), 'edge')}, {_count(status.get('partitions', '?'), 'chunk')} "
              f"on {_count(status.get('n_workers', '?'), 'worker')}"
              + (f", a {status['kind']} run" if status.get("kind") else "")]
-    if state == "running" and status.get("phase") == "pass":
+    if state == "running" and status.get("phase") == Phase.PASS:
         facts.append(f"<b>streaming, {status.get('pass', 'pass')}</b>: {_n(status.get('chunks_done', 0))} of "
                      f"{_n(status.get('chunks_total', 0))} chunks read ({_bytes(status.get('bytes_read') or 0)}), "
                      f"{_n(status.get('edges', 0))} edges kept; {status.get('elapsed', 0.0):.1f} s elapsed")
@@ -349,12 +354,12 @@ def _worker_table(sources, sizing_mode, wide):
                               TableColumn(field="kind", title="kind", width=50),
                               TableColumn(field="chunks", title="chunks", width=60),
                               TableColumn(field="chunk_ids", title="chunk ids"),
-                              TableColumn(field="map", title="map s", formatter=secs, width=80),
+                              TableColumn(field=Phase.MAP.value, title="map s", formatter=secs, width=80),
                               TableColumn(field="map_share", title="map share %",
                                           formatter=NumberFormatter(format="0.0"), width=90),
-                              TableColumn(field="load", title="load s", formatter=secs, width=80),
-                              TableColumn(field="merge", title="merge s", formatter=secs, width=80),
-                              TableColumn(field="local", title="solve s", formatter=secs, width=80)])
+                              TableColumn(field=Phase.LOAD.value, title="load s", formatter=secs, width=80),
+                              TableColumn(field=Phase.MERGE.value, title="merge s", formatter=secs, width=80),
+                              TableColumn(field=Phase.LOCAL.value, title="solve s", formatter=secs, width=80)])
 
 
 def standalone(rounds, status=None, workers=None):

@@ -17,6 +17,8 @@ from __future__ import annotations
 import threading
 import time
 
+from mst_dist.phases import Phase
+
 __all__ = ["LiveProgress", "format_event"]
 
 
@@ -50,9 +52,9 @@ def format_event(ev, elapsed=None):
     A streaming run's pass reads ``pass 1  12/67 chunks  3.10 GiB read  9,876 edges kept  2.1 s``.
     """
     el = ev.get("elapsed", 0.0) if elapsed is None else elapsed
-    if ev.get("phase") == "pass":
+    if ev.get("phase") == Phase.PASS:
         return f"{_pass_line(ev)}  {el:8.1f} s"
-    if ev.get("phase") == "compile":
+    if ev.get("phase") == Phase.COMPILE:
         return f"{_compile_line(ev)}  {el:8.1f} s"
     return (f"round {ev.get('round', 0)}  {phase_label(ev):<6} "
             f"{ev.get('components', 0):>14,} components {ev.get('edges', 0):>16,} edges left  "
@@ -91,11 +93,11 @@ class LiveProgress:
             grid.add_row(Spinner("dots"), "starting the cluster and loading the graph ...")
             return grid
         elapsed = ev.get("elapsed", 0.0) + since
-        if ev.get("phase") == "pass":
+        if ev.get("phase") == Phase.PASS:
             grid.add_row(Spinner("dots"), "[bold]streaming[/]", f"[cyan]{_pass_line(ev)}[/]",
                          f"[dim]{elapsed:.1f} s[/]")
             return grid
-        if ev.get("phase") == "compile":
+        if ev.get("phase") == Phase.COMPILE:
             if ev.get("done"):  # the run goes on: the cluster and the graph come next
                 grid.add_row(Spinner("dots"), "starting the cluster and loading the graph ...")
             else:
@@ -112,7 +114,7 @@ class LiveProgress:
             self.event = dict(event)
             self.events.append(self.event)
             self._seen_at = time.perf_counter()
-        if event.get("phase") == "compile" and event.get("done"):
+        if event.get("phase") == Phase.COMPILE and event.get("done"):
             # the one-time step stays on the screen once the live line has gone
             self.console.print(f"[dim]{_compile_line(event)} in {event.get('elapsed', 0.0):.1f} s[/]")
         if self._live is not None:

@@ -16,6 +16,7 @@ import logging
 from distributed.diagnostics.plugin import WorkerPlugin
 
 from mst_dist.engine.keys import parse_key
+from mst_dist.phases import Phase
 from mst_dist.result import RoundStats
 
 logger = logging.getLogger("mst_dist")
@@ -24,10 +25,10 @@ logger = logging.getLogger("mst_dist")
 def distributed_round(rnd, rec, *, light, wall, split_seconds, n_chunks, n_workers, tasks_in_graph):
     """The :class:`RoundStats` of a distributed round from its contract task's record."""
     ch = rec.chunks
-    phase_seconds = {"map": ch.map, "merge": ch.merge, "contract": rec.contract}
+    phase_seconds = {Phase.MAP: ch.map, Phase.MERGE: ch.merge, Phase.CONTRACT: rec.contract}
     if split_seconds:
         # the light/heavy split is this round's filter-edges (timed by the driver)
-        phase_seconds["filter-edges"] = split_seconds
+        phase_seconds[Phase.FILTER_EDGES] = split_seconds
         wall += split_seconds
     return RoundStats(
         round=rnd, mode="distributed-light" if light else "distributed",
@@ -48,7 +49,7 @@ def local_rounds(rnd, rec, wall):
     kernel = sum(sum(t.phase_seconds.values()) for t in rec.trace)
     out = []
     for j, t in enumerate(rec.trace):
-        ps = dict(t.phase_seconds)
+        ps = {Phase(p): s for p, s in t.phase_seconds.items()}
         mode = "local-filter" if t.filter_pass else ("local-light" if t.light else "local")
         first = j == 0
         out.append(RoundStats(
@@ -100,7 +101,7 @@ class TransferTally(WorkerPlugin):
 
     Every key fetched from another worker goes ``flight -> memory`` in the
     worker's state machine; the tally adds its size under the (token, round)
-    its key names.  Unlike the worker's transfer log (a deque of the last
+    its key names, by the task's :class:`~mst_dist.phases.Phase`.  Unlike the worker's transfer log (a deque of the last
     ``distributed.admin.low-level-log-length`` transfers) it loses nothing on a
     run of thousands of transfers.  :func:`take_tally` hands a run's counts
     over and forgets them.
@@ -125,7 +126,7 @@ class TransferTally(WorkerPlugin):
 
 
 def take_tally(dask_worker, token):
-    """This worker's received bytes per ``(round, task phase)`` of run ``token`` (``None`` without the
+    """This worker's received bytes per ``(round, phase)`` of run ``token`` (``None`` without the
     tally), forgotten here."""
     tally = dask_worker.plugins.get(TALLY_NAME)
     if tally is None or not hasattr(tally, "received"):
@@ -135,7 +136,7 @@ def take_tally(dask_worker, token):
 
 def exact_bytes(client, rounds, token, n_workers):
     """Replace the rounds' estimated bytes moved by what the workers received for each round (in place),
-    and give each round those bytes per task phase (``phase_bytes``)."""
+    and give each round those bytes per phase of the tasks that received them (``phase_bytes``)."""
     if n_workers < 2:
         for r in rounds:
             r.bytes_moved = 0  # one worker: nothing crosses a worker boundary

@@ -7,6 +7,7 @@ from mst_dist import config
 from mst_dist.engine import tasks
 from mst_dist.engine.keys import task_key
 from mst_dist.kernels import GPU_INSTALL_HINT, GPUUnavailableError
+from mst_dist.phases import Step
 
 logger = logging.getLogger("mst_dist")
 
@@ -74,7 +75,7 @@ def measure_throughput(client, kinds, backend, token, given=None):
     todo = [w for w in sorted(kinds) if (w, kinds[w]) not in tasks.THROUGHPUT]
     futs = {w: client.submit(tasks.calibrate, backend, m, kinds[w] == "gpu", workers=[w],
                              allow_other_workers=False, pure=False,
-                             key=task_key("calibrate", 0, token, index=i))
+                             key=task_key(Step.CALIBRATE, 0, token, index=i))
             for i, w in enumerate(todo)}
     for w, f in futs.items():
         tasks.THROUGHPUT[(w, kinds[w])] = f.result()

@@ -19,6 +19,7 @@ from mst_dist.engine import tasks
 from mst_dist.engine.keys import task_key
 from mst_dist.engine.placement import pin
 from mst_dist.graph import ArraySource
+from mst_dist.phases import Step
 
 
 @dataclass
@@ -49,8 +50,8 @@ class RoundBuilder:
         self.places = places
         self._submissions = itertools.count()
 
-    def key(self, phase, rnd, index=None, submission=None):
-        return task_key(phase, rnd, self.token, submission, index)
+    def key(self, step, rnd, index=None, submission=None, stage=None):
+        return task_key(step, rnd, self.token, submission, index, stage)
 
     def _pins(self, n):
         return self.places if len(self.places) == n else [None] * n
@@ -70,7 +71,7 @@ class RoundBuilder:
                 d[1].append(i)
             else:
                 raws[i] = c.submit(tasks.load, s, a, b, off, self.n_vertices, validate,
-                                   key=self.key("load", 0, i), pure=False, **pin(self.places[i]))
+                                   key=self.key(Step.LOAD, 0, i), pure=False, **pin(self.places[i]))
         for w, (data, idx) in scatter.items():
             futs = c.scatter(data, hash=False, **({} if w is None else {"workers": [w]}))
             for i, f in zip(idx, futs):
@@ -80,7 +81,7 @@ class RoundBuilder:
     def prepare(self, raws, offsets):
         """Working chunks (compact ids, order keys, edge ids) from the raw ones."""
         return [self.client.submit(tasks.prepare, r, off, self.n_vertices, self.backend,
-                                   key=self.key("prepare", 0, i), **pin(self.places[i]))
+                                   key=self.key(Step.PREPARE, 0, i), **pin(self.places[i]))
                 for i, (r, off) in enumerate(zip(raws, offsets))]
 
     # -- one distributed round -------------------------------------------------
@@ -97,25 +98,25 @@ class RoundBuilder:
         sub = next(self._submissions)
         pins = self._pins(len(chunks))
         outs = [c.submit(tasks.map_round, ch, rmap, n_comp, self.backend,
-                         key=self.key("map", rnd, i, sub), **pin(pins[i]))
+                         key=self.key(Step.MAP, rnd, i, sub), **pin(pins[i]))
                 for i, ch in enumerate(chunks)]
-        edges = [c.submit(operator.getitem, o, 0, key=self.key("edges", rnd, i, sub))
+        edges = [c.submit(operator.getitem, o, 0, key=self.key(Step.EDGES, rnd, i, sub))
                  for i, o in enumerate(outs)]
-        level = [c.submit(operator.getitem, o, 1, key=self.key("cand", rnd, i, sub))
+        level = [c.submit(operator.getitem, o, 1, key=self.key(Step.CAND, rnd, i, sub))
                  for i, o in enumerate(outs)]
         depth = 0
         while len(level) > 1:
             k = self.split_every
-            level = [c.submit(tasks.merge, *level[j:j + k], key=self.key("merge", rnd, f"{depth}.{j // k}", sub))
+            level = [c.submit(tasks.merge, *level[j:j + k], key=self.key(Step.MERGE, rnd, f"{depth}.{j // k}", sub))
                      for j in range(0, len(level), k)]
             depth += 1
-        merged = level[0] if depth else c.submit(tasks.merge, level[0], key=self.key("merge", rnd, "0.0", sub))
-        out = c.submit(tasks.contract, merged, n_comp, prev, finish, key=self.key("contract", rnd, None, sub))
+        merged = level[0] if depth else c.submit(tasks.merge, level[0], key=self.key(Step.MERGE, rnd, "0.0", sub))
+        out = c.submit(tasks.contract, merged, n_comp, prev, finish, key=self.key(Step.CONTRACT, rnd, None, sub))
         return SubmittedRound(
             edges=edges,
-            rmap=c.submit(operator.getitem, out, 0, key=self.key("rmap", rnd, None, sub)),
-            chosen=c.submit(operator.getitem, out, 1, key=self.key("chosen", rnd, None, sub)),
-            record=c.submit(operator.getitem, out, 2, key=self.key("stats", rnd, None, sub)),
+            rmap=c.submit(operator.getitem, out, 0, key=self.key(Step.RMAP, rnd, None, sub)),
+            chosen=c.submit(operator.getitem, out, 1, key=self.key(Step.CHOSEN, rnd, None, sub)),
+            record=c.submit(operator.getitem, out, 2, key=self.key(Step.STATS, rnd, None, sub)),
             tasks=3 * len(chunks) + depth + (0 if depth else 1) + 4)
 
     # -- the light-edge pass ---------------------------------------------------
@@ -128,7 +129,7 @@ class RoundBuilder:
         """
         c = self.client
         rate = min(1.0, 8192 / max(1, edges_left))
-        samples = c.gather([c.submit(tasks.sample, ch, rate, i, self.backend, key=self.key("sample", 0, i))
+        samples = c.gather([c.submit(tasks.sample, ch, rate, i, self.backend, key=self.key(Step.SAMPLE, 0, i))
                             for i, ch in enumerate(chunks)])
         ks = np.concatenate([x[0] for x in samples])
         es = np.concatenate([x[1] for x in samples])
@@ -137,20 +138,20 @@ class RoundBuilder:
             return None
         order = np.lexsort((es, ks))
         tk, te = ks[order[q]], es[order[q]]
-        outs = [c.submit(tasks.split_light, ch, None, tk, te, self.backend, key=self.key("filter", 0, i), **pin(self.places[i]))
+        outs = [c.submit(tasks.split_light, ch, None, tk, te, self.backend, key=self.key(Step.FILTER, 0, i), **pin(self.places[i]))
                 for i, ch in enumerate(chunks)]
-        light = [c.submit(operator.getitem, o, 0, key=self.key("light", 0, i)) for i, o in enumerate(outs)]
-        heavy = [c.submit(operator.getitem, o, 1, key=self.key("heavy", 0, i)) for i, o in enumerate(outs)]
+        light = [c.submit(operator.getitem, o, 0, key=self.key(Step.LIGHT, 0, i)) for i, o in enumerate(outs)]
+        heavy = [c.submit(operator.getitem, o, 1, key=self.key(Step.HEAVY, 0, i)) for i, o in enumerate(outs)]
         return light, heavy
 
     def compose(self, rnd, maps):
         """One map for a whole light pass: input component -> component after the pass."""
-        return self.client.submit(tasks.compose_forward, *maps, key=self.key("compose", rnd))
+        return self.client.submit(tasks.compose_forward, *maps, key=self.key(Step.COMPOSE, rnd))
 
     def count(self, rnd, chunks):
         """Edges in ``chunks`` (waits for them)."""
         c = self.client
-        return sum(c.gather([c.submit(tasks.count_edges, h, key=self.key("count", rnd, i))
+        return sum(c.gather([c.submit(tasks.count_edges, h, key=self.key(Step.COUNT, rnd, i))
                              for i, h in enumerate(chunks)]))
 
     # -- the local finish ------------------------------------------------------
@@ -162,22 +163,22 @@ class RoundBuilder:
         """
         c = self.client
         out = c.submit(tasks.solve_local, chunks, rmap, n_comp, prev, self.n_vertices, light_factor,
-                       min_degree, raw_offsets, self.backend, key=self.key("local", rnd),
+                       min_degree, raw_offsets, self.backend, key=self.key(Step.LOCAL, rnd),
                        pure=False, **pin(worker))
-        return (c.submit(operator.getitem, out, 0, key=self.key("rmap", rnd)),
-                c.submit(operator.getitem, out, 1, key=self.key("chosen", rnd)),
-                c.submit(operator.getitem, out, 2, key=self.key("stats", rnd)))
+        return (c.submit(operator.getitem, out, 0, key=self.key(Step.RMAP, rnd)),
+                c.submit(operator.getitem, out, 1, key=self.key(Step.CHOSEN, rnd)),
+                c.submit(operator.getitem, out, 2, key=self.key(Step.STATS, rnd)))
 
     # -- the end ----------------------------------------------------------------
 
     def forest(self, rnd, chosen):
-        return self.client.submit(tasks.forest_ids, *chosen, key=self.key("forest", rnd))
+        return self.client.submit(tasks.forest_ids, *chosen, key=self.key(Step.FOREST, rnd))
 
     def labels(self, rnd, maps):
-        return self.client.submit(tasks.labels, self.n_vertices, *maps, key=self.key("labels", rnd))
+        return self.client.submit(tasks.labels, self.n_vertices, *maps, key=self.key(Step.LABELS, rnd))
 
     def rows(self, raws, offsets, ids):
         """Gather the forest's ``(src, dst, weight)`` rows from the raw chunks."""
         c = self.client
-        return c.gather([c.submit(tasks.rows, r, off, ids, key=self.key("rows", 0, i))
+        return c.gather([c.submit(tasks.rows, r, off, ids, key=self.key(Step.ROWS, 0, i))
                          for i, (r, off) in enumerate(zip(raws, offsets))])

@@ -30,6 +30,7 @@ from mst_dist.graph import check_edges
 from mst_dist.kernels import backend as kernel_backend
 from mst_dist.kernels import ready as kernels_ready
 from mst_dist.kernels.contract import Chunk
+from mst_dist.phases import Phase
 
 
 @sizeof.register(Chunk)
@@ -213,7 +214,7 @@ def round_reporter():
         try:
             worker.log_event(EVENT_TOPIC, {
                 "event": "phase", "run": key.token, "source": "task", "round": key.round + j,
-                "phase": "local", "step": step, "components": int(rec.components_after),
+                "phase": Phase.LOCAL.value, "step": step, "components": int(rec.components_after),
                 "edges": int(rec.edges_after), "forest_edges": int(rec.forest_edges)})
         except Exception:  # a closing worker: the record still comes back with the result
             pass

@@ -33,6 +33,7 @@ import numpy as np
 from mst_dist.kernels import backend as kernel_backend
 from mst_dist.kernels import compile as kernel_compile
 from mst_dist.kernels import ready as kernels_ready
+from mst_dist.phases import Phase
 
 __all__ = ["warm", "dask_setup", "ensure_compiled", "kernels_cached", "cache_dir", "COMPILE_STEP"]
 
@@ -278,7 +279,7 @@ def ensure_compiled(weight_dtype=None, progress=None, parts=("local",), load=Fal
         say("%s (%s)", COMPILE_STEP, ", ".join(f"{p}, {k} weights" for k, p in todo))
         t0 = time.perf_counter()
         if progress is not None:
-            progress({"phase": "compile", "round": None, "elapsed": 0.0})
+            progress({"phase": Phase.COMPILE, "round": None, "elapsed": 0.0})
         _compile_in_processes(todo)
         for k, p in todo:
             warm((k,), parts=(p,))  # loads what the processes compiled, compiles what they left
@@ -286,7 +287,7 @@ def ensure_compiled(weight_dtype=None, progress=None, parts=("local",), load=Fal
             _warmed.add((k, p))
         secs = time.perf_counter() - t0
         if progress is not None:
-            progress({"phase": "compile", "round": None, "elapsed": secs, "done": True})
+            progress({"phase": Phase.COMPILE, "round": None, "elapsed": secs, "done": True})
         say("kernels compiled in %.1f s; later runs load them from %s", secs, cache_dir())
         return secs
 

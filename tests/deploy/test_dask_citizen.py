@@ -40,7 +40,7 @@ class KeyLog(SchedulerPlugin):
             self.keys.add(str(key))
             k = parse_key(key)
             if k is not None:
-                self.tokens.setdefault(k.token, set()).add(k.phase)
+                self.tokens.setdefault(k.token, set()).add(k.name)
 
     def runs(self):
         """Tokens of the runs whose rounds ran here (a run loads chunks: ``load`` or ``stream`` tasks)."""

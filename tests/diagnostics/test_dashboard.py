@@ -14,6 +14,8 @@ import pytest
 import mst_dist
 from mst_dist.diagnostics import dashboard, figures
 from mst_dist.engine.keys import task_key
+from mst_dist.phases import ExchangeStage, Phase, Step
+from mst_dist.result import PHASES
 from mst_dist.deploy.local import embedded
 from support.chromium import Chromium, chromium_path
 from support import ROOT, needs
@@ -194,6 +196,37 @@ def test_plugin_records_events_and_transitions():
     for i in range(10):
         p.log_event("mst-dist", {"event": "run-start", "run": f"{i:04x}", "workers": []})
     assert p.current == "0009" and len(p.runs) == p.max_runs
+
+
+def test_worker_time_is_grouped_by_the_phase_each_task_key_names():
+    """Every task's seconds go to the page's group of its step's phase (:data:`figures.WORK_PHASES`), and
+    the groups are phases: one enum from the task keys to the page."""
+    grouped = [p for ps in figures.WORK_PHASES.values() for p in ps]
+    assert len(grouped) == len(set(grouped)) and all(isinstance(p, Phase) for p in grouped)
+    assert set(figures.WORK) == {g.value for g in figures.WORK_PHASES} and set(PHASES) <= set(grouped)
+    for step in Step:
+        p = dashboard.MSTDashboard()
+        p.log_event("mst-dist", {"event": "run-start", "run": "aa11", "workers": ["tcp://w:1"]})
+        for stage in (None, ExchangeStage.SERVE):
+            p.transition(task_key(step, 1, "aa11", index=0, stage=stage), "processing", "memory",
+                         worker="tcp://w:1", startstops=[{"action": "compute", "start": 0, "stop": 2}],
+                         stimulus_id="s")
+        workers = p.data()["workers"]
+        seconds = {g: workers[g][0] for g in figures.WORK}
+        group = next((g.value for g, ps in figures.WORK_PHASES.items() if step.phase in ps), None)
+        assert seconds == {g: (4.0 if g == group else 0.0) for g in figures.WORK}, step
+        assert p.runs["aa11"]["tasks"] == {step.value: 1, f"{step.value}-serve": 1}
+
+
+def test_the_live_phase_is_read_as_the_enum():
+    p = dashboard.MSTDashboard()
+    ev = {"round": 0, "phase": Phase.PASS, "components": 10, "edges": 4, "elapsed": 1.0, "pass": "pass 1",
+          "chunks_done": 1, "chunks_total": 2, "bytes_read": 8}
+    p.log_event("mst-dist", {"event": "run-start", "run": "aa11", "workers": []})
+    p.log_event("mst-dist", {"event": "phase", "run": "aa11", **ev})
+    assert p.status()["phase"] == "pass" and p.status()["chunks_total"] == 2
+    assert figures.remaining_columns([], {**ev, "phase": Phase.MAP})["round"] == [0]
+    assert figures.remaining_columns([], {**ev, "phase": Phase.LOAD})["round"] == []
 
 
 def test_plugin_pickles_without_state():

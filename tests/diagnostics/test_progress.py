@@ -7,6 +7,7 @@ from rich.console import Console
 import mst_dist
 from support.oracle import assert_result, expected
 from mst_dist.diagnostics.progress import LiveProgress, format_event, phase_label
+from mst_dist.phases import Phase
 
 
 def test_a_step_of_the_solve_is_named():
@@ -18,6 +19,20 @@ def test_a_step_of_the_solve_is_named():
                          "elapsed": 2.5})
     assert line.startswith("round 3  local, light edges ")
     assert "1,234 components" in line and "56,789 edges left" in line and line.endswith("2.5 s")
+
+
+def test_each_phase_is_shown_by_its_name():
+    """The line names the phase of the event, a member of the one enum: a round's phases by name, a pass
+    and the compile step by their own lines."""
+    for phase in Phase:
+        line = format_event({"round": 1, "phase": phase, "components": 5, "edges": 7, "elapsed": 1.0,
+                             "pass": "pass 2", "chunks_done": 1, "chunks_total": 3})
+        if phase is Phase.PASS:
+            assert line.startswith("pass 2  1/3 chunks")
+        elif phase is Phase.COMPILE:
+            assert "compil" in line and "round" not in line
+        else:
+            assert line.startswith(f"round 1  {phase.value}") and phase_label({"phase": phase}) == phase.value
 
 
 def test_the_live_line_shows_the_latest_event():

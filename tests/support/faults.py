@@ -8,7 +8,7 @@ from mst_dist.engine.keys import parse_key
 
 
 class KillAtPhase(WorkerPlugin):
-    """SIGKILL the worker process when a task of ``phase`` (a key's phase: ``map``, ``local``, ...) starts.
+    """SIGKILL the worker process when a task of ``phase`` (a key's name: ``map``, ``local``, ``hook-serve``, ...) starts.
 
     With ``once`` (a path), only the first such task anywhere kills its
     worker: the file is created before the kill, and a worker that finds it
@@ -24,7 +24,7 @@ class KillAtPhase(WorkerPlugin):
         if finish != "executing":
             return
         k = parse_key(key)
-        if k is None or k.phase != self.phase:
+        if k is None or k.name != self.phase:
             return
         if self.once is not None:
             try:

@@ -23,14 +23,14 @@ class Held(SchedulerPlugin):
         k = parse_key(key)
         if k is None:
             return
-        if finish == "memory" and k.phase in self.KEPT:
-            self.held.add((k.phase, k.round, k.index))
+        if finish == "memory" and k.name in self.KEPT:
+            self.held.add((k.name, k.round, k.index))
             self.kept(k)
         elif start == "memory":
-            self.held.discard((k.phase, k.round, k.index))
-        if finish == "processing" and k.phase in self.AT:
+            self.held.discard((k.name, k.round, k.index))
+        if finish == "processing" and k.name in self.AT:
             self.starting(k)
-            self.seen.append((k.phase, k.round, k.index, frozenset(self.held)))
+            self.seen.append((k.name, k.round, k.index, frozenset(self.held)))
 
     def starting(self, k):
         """A task of a phase of ``AT`` starts, before ``seen`` records it."""

@@ -32,6 +32,7 @@ from mst_dist.engine.runs.events import RunEvents
 from mst_dist.engine.runs.kept import keep
 from mst_dist.engine.runs.state import RunState
 from mst_dist.engine.scratch import release_scratch
+from mst_dist.phases import Phase
 from mst_dist.result import MSFResult, RunStats, exact_total
 
 logger = logging.getLogger("mst_dist")
@@ -116,7 +117,7 @@ class Run:
             stats.setup_seconds = st.t_solve - self.t_start
         stats.solve_seconds = time.perf_counter() - st.t_solve
         self._t_finish = time.perf_counter()
-        self.events.emit(round=st.rnd, phase="finish", components=0, edges=0)
+        self.events.emit(round=st.rnd, phase=Phase.FINISH, components=0, edges=0)
         if st.final is not None:  # submitted with the last solve
             return st.final
         return self.builder.forest(st.rnd, st.chosen), self.labels(st)

@@ -15,6 +15,7 @@ import logging
 from mst_dist.engine import checkpoint
 from mst_dist.engine.runs.outputs import written
 from mst_dist.engine.keys import task_key
+from mst_dist.phases import Step
 
 logger = logging.getLogger("mst_dist")
 
@@ -64,7 +65,7 @@ class RunCheckpoint:
         """Write one state (a worker writes the arrays), then the manifest naming it."""
         with self.store.saving(**where) as tmp:
             self.client.submit(checkpoint.write_state, tmp, labels, forest, *parts,
-                               key=self._key("checkpoint", index, self.store.saves), pure=False,
+                               key=self._key(Step.CHECKPOINT, index, self.store.saves), pure=False,
                                priority=CHECKPOINT_PRIORITY).result()
 
     # -- resident runs: a state per round ------------------------------------------------
@@ -72,9 +73,9 @@ class RunCheckpoint:
     def save_round(self, st, rmap, chosen, rec):
         """After a round or the local finish: the labels and the forest so far."""
         self.labels = self._submit(checkpoint.compose_labels, self.labels, rmap,
-                                   key=self._key("checkpoint-labels", st.rnd))
+                                   key=self._key(Step.CHECKPOINT_LABELS, st.rnd))
         self.forest = self._submit(checkpoint.merge_forest, self.forest, chosen,
-                                   key=self._key("checkpoint-forest", st.rnd))
+                                   key=self._key(Step.CHECKPOINT_FOREST, st.rnd))
         self._save(st.rnd, self.labels, self.forest, mode="resident", round=st.rnd,
                    components=st.n_comp, edges_left=st.edges_left, light=st.light,
                    record=checkpoint.record_dict(rec), complete=st.n_comp == 0 and not st.light)
@@ -83,9 +84,9 @@ class RunCheckpoint:
         """The saved labels (a round map over the vertices) and forest, as futures."""
         s, c = self.saved, self.client
         d = self.store.state_dir(s)
-        self.labels = c.submit(checkpoint.read_labels, d, s.components, key=self._key("resume-labels", s.round),
+        self.labels = c.submit(checkpoint.read_labels, d, s.components, key=self._key(Step.RESUME_LABELS, s.round),
                                pure=False)
-        self.forest = c.submit(checkpoint.read_forest, d, key=self._key("resume-forest", s.round), pure=False)
+        self.forest = c.submit(checkpoint.read_forest, d, key=self._key(Step.RESUME_FOREST, s.round), pure=False)
         return self.labels, self.forest
 
     # -- partitioned runs: a state per round, cut as the run holds it ----------------------
@@ -98,10 +99,10 @@ class RunCheckpoint:
                                complete=st.n_comp == 0, finished=finished, vertex_ranges=len(labels),
                                chunk_bounds=[int(b) for b in chunk_bounds]) as tmp:
             writes = [c.submit(checkpoint.write_labels_part, tmp, r, vl, pure=False, priority=CHECKPOINT_PRIORITY,
-                               key=self._key("checkpoint-labels", st.rnd, f"{self.store.saves}.{r}"))
+                               key=self._key(Step.CHECKPOINT_LABELS, st.rnd, f"{self.store.saves}.{r}"))
                       for r, vl in enumerate(labels)]
             writes += [c.submit(checkpoint.write_forest_part, tmp, j, m, pure=False, priority=CHECKPOINT_PRIORITY,
-                                key=self._key("checkpoint-forest", st.rnd, f"{self.store.saves}.{j}"), **pins[j])
+                                key=self._key(Step.CHECKPOINT_FOREST, st.rnd, f"{self.store.saves}.{j}"), **pins[j])
                        for j, m in enumerate(mapped)]
             written(c, writes)
 
@@ -110,10 +111,10 @@ class RunCheckpoint:
         s, c = self.saved, self.client
         d = self.store.state_dir(s)
         labels = [c.submit(checkpoint.read_labels_part, d, r, int(lo), int(hi), pure=False,
-                           key=self._key("resume-labels", s.round, r))
+                           key=self._key(Step.RESUME_LABELS, s.round, r))
                   for r, (lo, hi) in enumerate(zip(vertex_bounds[:-1], vertex_bounds[1:]))]
         forest = [c.submit(checkpoint.read_forest_part, d, s.chunk_bounds, int(lo), int(hi), pure=False,
-                           key=self._key("resume-forest", s.round, j))
+                           key=self._key(Step.RESUME_FOREST, s.round, j))
                   for j, (lo, hi) in enumerate(zip(chunk_bounds[:-1], chunk_bounds[1:]))]
         return labels, forest
 
@@ -122,7 +123,7 @@ class RunCheckpoint:
     def save_pass(self, st, k, hi, n_live, chosen):
         """After pass ``k``: the vertex map, the forest and its rows so far."""
         self.forest = self._submit(checkpoint.merge_forest, self.forest, chosen,
-                                   key=self._key("checkpoint-forest", k))
+                                   key=self._key(Step.CHECKPOINT_FOREST, k))
         rows = [r for rs in st.rows.values() for r in rs]
         self._save(k, st.vmap, self.forest, rows, mode="stream", round=st.rnd, passes=k,
                    components=n_live, threshold=None if hi is None else list(hi), complete=hi is None,
@@ -132,13 +133,13 @@ class RunCheckpoint:
         """The saved vertex map, forest and (per chunk of ``ranges``) forest rows, as futures."""
         s, c = self.saved, self.client
         d, k = self.store.state_dir(s), s.passes
-        vmap = c.submit(checkpoint.read_labels, d, key=self._key("resume-vmap", k), pure=False)
-        self.forest = c.submit(checkpoint.read_forest, d, key=self._key("resume-forest", k), pure=False)
+        vmap = c.submit(checkpoint.read_labels, d, key=self._key(Step.RESUME_VMAP, k), pure=False)
+        self.forest = c.submit(checkpoint.read_forest, d, key=self._key(Step.RESUME_FOREST, k), pure=False)
         rows = {}
         if s.rows:
             for i, r in enumerate(ranges):
                 rows[i] = [c.submit(checkpoint.read_rows, d, r.offset, r.offset + r.stop - r.start, n_vertices,
-                                    key=self._key("resume-rows", k, i), pure=False)]
+                                    key=self._key(Step.RESUME_ROWS, k, i), pure=False)]
         return vmap, self.forest, rows
 
     # -- spread streaming runs: a state per pass, cut as the run holds it -----------------
@@ -152,11 +153,11 @@ class RunCheckpoint:
                                threshold=None if hi is None else list(hi), complete=hi is None, rows=True,
                                vertex_ranges=len(labels), chunk_bounds=[int(b) for b in chunk_bounds]) as tmp:
             writes = [c.submit(checkpoint.write_labels_part, tmp, r, vl, pure=False, priority=CHECKPOINT_PRIORITY,
-                               key=self._key("checkpoint-labels", k, f"{self.store.saves}.{r}"))
+                               key=self._key(Step.CHECKPOINT_LABELS, k, f"{self.store.saves}.{r}"))
                       for r, vl in enumerate(labels)]
             writes += [c.submit(checkpoint.write_chunk_part, tmp, j, f, *st.rows.get(j, []), pure=False,
                                 priority=CHECKPOINT_PRIORITY, **pins[j],
-                                key=self._key("checkpoint-chunk", k, f"{self.store.saves}.{j}"))
+                                key=self._key(Step.CHECKPOINT_CHUNK, k, f"{self.store.saves}.{j}"))
                        for j, f in enumerate(forest)]
             written(c, writes)
 
@@ -166,7 +167,7 @@ class RunCheckpoint:
         s, c, k = self.saved, self.client, self.saved.passes
         labels, forest = self.resume_parts(vertex_bounds, chunk_bounds)
         rows = [c.submit(checkpoint.read_chunk_rows, self.store.state_dir(s), s.chunk_bounds, int(lo), int(hi),
-                         n_vertices, pure=False, key=self._key("resume-rows", k, j))
+                         n_vertices, pure=False, key=self._key(Step.RESUME_ROWS, k, j))
                 for j, (lo, hi) in enumerate(zip(chunk_bounds[:-1], chunk_bounds[1:]))]
         return labels, forest, rows
 

@@ -15,6 +15,7 @@ import time
 import weakref
 
 from mst_dist.engine.keys import EVENT_TOPIC
+from mst_dist.phases import plain
 
 logger = logging.getLogger("mst_dist")
 
@@ -59,7 +60,7 @@ class RunEvents:
         if not self.enabled:
             return
         try:
-            self.client.log_event(EVENT_TOPIC, {"event": event, "run": self.token, **payload})
+            self.client.log_event(EVENT_TOPIC, plain({"event": event, "run": self.token, **payload}))
         except Exception:  # an old scheduler or a closing client must not break a run
             logger.debug("could not publish %s", event, exc_info=True)
 

@@ -16,6 +16,8 @@ import operator
 
 import numpy as np
 
+from mst_dist.phases import Step
+
 __all__ = ["KeptForest", "forest_frame", "keep", "keep_frames"]
 
 #: Vertices per partition of the labels' DataFrame.
@@ -72,16 +74,16 @@ def keep(client, builder, rnd, parts, ids_f, lab_f, *, id_dtype, weight_dtype, n
     forest edges); ``lab_f``: future of ``(labels, components)``.  Waits for
     the parts (so the chunks they came from can go) and gathers only counts.
     """
-    frames = [client.submit(forest_frame, ids_f, id_dtype, weight_dtype, *p, key=builder.key("kept-forest", rnd, i))
+    frames = [client.submit(forest_frame, ids_f, id_dtype, weight_dtype, *p, key=builder.key(Step.KEPT_FOREST, rnd, i))
               for i, p in enumerate(parts)]
-    counts = client.gather([client.submit(_count_and_total, f, key=builder.key("kept-count", rnd, i))
+    counts = client.gather([client.submit(_count_and_total, f, key=builder.key(Step.KEPT_COUNT, rnd, i))
                             for i, f in enumerate(frames)])
     n_forest = sum(n for n, _ in counts)
     total = sum(t for _, t in counts) if counts else (0 if np.dtype(weight_dtype).kind in "iub" else 0.0)
     lab = comp = None
     if labels:
-        lab = client.submit(operator.getitem, lab_f, 0, key=builder.key("kept-labels", rnd))
-        comp = client.submit(operator.getitem, lab_f, 1, key=builder.key("kept-components", rnd)).result()
+        lab = client.submit(operator.getitem, lab_f, 0, key=builder.key(Step.KEPT_LABELS, rnd))
+        comp = client.submit(operator.getitem, lab_f, 1, key=builder.key(Step.KEPT_COMPONENTS, rnd)).result()
     kept = KeptForest(client, frames, lab, n_vertices=n_vertices, id_dtype=id_dtype, weight_dtype=weight_dtype,
                       forest_edges=n_forest)
     return kept, n_forest, total, comp
@@ -92,9 +94,9 @@ def keep_frames(client, builder, rnd, rows, *, id_dtype, weight_dtype):
 
     ``(frames, forest edges, total weight)``; only counts are gathered.
     """
-    frames = [client.submit(_rows_frame, r, id_dtype, weight_dtype, key=builder.key("kept-forest", rnd, i))
+    frames = [client.submit(_rows_frame, r, id_dtype, weight_dtype, key=builder.key(Step.KEPT_FOREST, rnd, i))
               for i, r in enumerate(rows)]
-    counts = client.gather([client.submit(_count_and_total, f, key=builder.key("kept-count", rnd, i))
+    counts = client.gather([client.submit(_count_and_total, f, key=builder.key(Step.KEPT_COUNT, rnd, i))
                             for i, f in enumerate(frames)])
     total = sum(t for _, t in counts) if counts else (0 if np.dtype(weight_dtype).kind in "iub" else 0.0)
     return frames, sum(n for n, _ in counts), total

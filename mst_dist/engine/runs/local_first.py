@@ -31,6 +31,7 @@ from mst_dist.engine.batch import Batch
 from mst_dist.engine.exchange import by_worker
 from mst_dist.engine.runs.round_end import end_round
 from mst_dist.kernels.vertex_ranges import even_bounds
+from mst_dist.phases import Phase, Step
 
 #: ``local_contraction="auto"`` contracts when at least this share of the vertices is interior to a chunk.
 AUTO_SHARE = 1 / 8
@@ -51,16 +52,16 @@ def contract_locally(run, st):
     bounds = even_bounds(n, run.n_ranges)
     rpins = run._range_pins(bounds.shape[0] - 1)
     with Batch(c) as b:
-        labels = [b.submit(ranged.first_labels, int(lo), int(hi), key=key("labels-init", rnd, r), **rpins[r])
+        labels = [b.submit(ranged.first_labels, int(lo), int(hi), key=key(Step.LABELS_INIT, rnd, r), **rpins[r])
                   for r, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:]))]
         loaded = [b.submit(ranged.prepare_local, raw, off, n, backend=run.spec.backend,
-                           key=key("local-prepare", rnd, i), **run.pins[i])
+                           key=key(Step.LOCAL_PREPARE, rnd, i), **run.pins[i])
                   for i, (raw, off) in enumerate(zip(st.raws, st.offsets))]
     split = functools.partial(ranged.split_ends, bounds=bounds)
     if run.spec.local_contraction == "auto":
         # a sample of the vertices first: a random graph, with hardly any interior vertex, pays for 1/64 of
         # the full count
-        probe = run._exchange("probe", rnd, loaded, labels, serve=ranged.serve_touch,
+        probe = run._exchange(Step.PROBE, rnd, loaded, labels, serve=ranged.serve_touch,
                               assemble=ranged.count_sampled_interior,
                               split=functools.partial(ranged.split_sampled, bounds=bounds, step=PROBE_STEP),
                               pins=run.pins)
@@ -68,37 +69,37 @@ def contract_locally(run, st):
         run.stats.vertex_partition.update(interior_estimate=int(estimate), local_contraction=False)
         if estimate < AUTO_SHARE * n:
             return _uncontracted(run, rnd, loaded, labels, bounds)
-    touched = run._exchange("touch", rnd, loaded, labels, split=split, serve=ranged.serve_touch,
+    touched = run._exchange(Step.TOUCH, rnd, loaded, labels, split=split, serve=ranged.serve_touch,
                             assemble=ranged.interior_of, pins=run.pins)
     J = len(touched)
     with Batch(c) as b:
-        counts = ([b.submit(ranged.interior_vertices, t, key=key("interior", rnd, i), **run.pins[i])
+        counts = ([b.submit(ranged.interior_vertices, t, key=key(Step.INTERIOR, rnd, i), **run.pins[i])
                    for i, t in enumerate(touched)]
-                  + [b.submit(ranged.edges_in, t, key=key("local-edges", rnd, i), **run.pins[i])
+                  + [b.submit(ranged.edges_in, t, key=key(Step.LOCAL_EDGES, rnd, i), **run.pins[i])
                      for i, t in enumerate(touched)])
     counted = c.gather(counts)
     interior, edges_before = sum(counted[:J]), sum(counted[J:])
     run.stats.vertex_partition.update(interior_vertices=int(interior), local_contraction=False)
     if not interior:
         return _uncontracted(run, rnd, touched, labels, bounds)
-    run.events.emit(round=rnd, phase="local-contraction", components=n, edges=edges_before)
+    run.events.emit(round=rnd, phase=Phase.LOCAL_CONTRACTION, components=n, edges=edges_before)
     groups = by_worker(run.pins)
     with Batch(c) as b:
-        contracted = [b.submit(ranged.contract_block, t, n, bounds, key=key("local-contract", rnd, i), **run.pins[i])
+        contracted = [b.submit(ranged.contract_block, t, n, bounds, key=key(Step.LOCAL_CONTRACT, rnd, i), **run.pins[i])
                       for i, t in enumerate(touched)]
         # the contracted vertices to the owners of their ranges: one task per range and chunk worker
         parents = [b.submit(ranged.local_parents, int(bounds[r]), int(bounds[r + 1]),
                             *[b.submit(ranged.local_pairs_of, r, *[contracted[j] for j in js],
-                                       key=key("local-pairs", rnd, f"{g}.{r}"), **run.pins[js[0]])
+                                       key=key(Step.LOCAL_PAIRS, rnd, f"{g}.{r}"), **run.pins[js[0]])
                               for g, js in enumerate(groups)],
-                            key=key("local-parents", rnd, r), **rpins[r])
+                            key=key(Step.LOCAL_PARENTS, rnd, r), **rpins[r])
                    for r in range(bounds.shape[0] - 1)]
     rmaps, n_next, finished = run._renumber(rnd, parents, bounds, 0)
     t_contract = time.perf_counter()
     mapped, labels, nxt = run._filter(rnd, contracted, labels, rmaps, bounds, n_next)
     run.stats.vertex_partition["local_contraction"] = True
     with Batch(c) as b:
-        found = [b.submit(ranged.forest_count, m, key=key("forest-count", rnd, i), **run.pins[i])
+        found = [b.submit(ranged.forest_count, m, key=key(Step.FOREST_COUNT, rnd, i), **run.pins[i])
                  for i, m in enumerate(contracted)]
     end_round(run, st, "local-contraction", (t0, t_contract), (n, n_next), mapped, found,
               edges_before=edges_before, ranges=bounds.shape[0] - 1)
@@ -109,6 +110,6 @@ def _uncontracted(run, rnd, loaded, labels, bounds):
     """No contraction: the chunks mapped for the first round as they are."""
     c, key = run.client, run.builder.key
     with Batch(c) as b:
-        mapped = [b.submit(ranged.map_loaded, m, bounds, key=key("prepare", rnd, i), **run.pins[i])
+        mapped = [b.submit(ranged.map_loaded, m, bounds, key=key(Step.PREPARE, rnd, i), **run.pins[i])
                   for i, m in enumerate(loaded)]
     return mapped, labels, bounds, run.g.n_vertices, 0

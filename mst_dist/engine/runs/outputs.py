@@ -11,6 +11,7 @@ import operator
 
 from mst_dist.engine.runs.solver import wait_on
 from mst_dist.io import urls, writers
+from mst_dist.phases import Step
 
 #: Vertices per part of a labels dataset.
 LABELS_PART_VERTICES = 1 << 24
@@ -24,7 +25,7 @@ def write_forest(client, builder, path, parts, rnd=0, storage_options=None):
     """
     with writers.dataset_dir(path, storage_options) as tmp:
         futs = [client.submit(writers.write_forest_part, urls.join(tmp, writers.DATASET_PART.format(i)), *p,
-                              key=builder.key("write-forest", rnd, i), pure=False)
+                              key=builder.key(Step.WRITE_FOREST, rnd, i), pure=False)
                 for i, p in enumerate(parts)]
         done = written(client, futs)
     return sum(n for n, _ in done), sum(t for _, t in done) if done else 0
@@ -43,10 +44,10 @@ def write_labels(client, builder, path, lab_f, n, storage_options=None):
 
     Returns the number of components.
     """
-    labels = client.submit(operator.getitem, lab_f, 0, key=builder.key("labels-array", 0))
+    labels = client.submit(operator.getitem, lab_f, 0, key=builder.key(Step.LABELS_ARRAY, 0))
     step = max(1, min(n, LABELS_PART_VERTICES))
     with writers.dataset_dir(path, storage_options) as tmp:
         written(client, [client.submit(writers.write_labels_part, urls.join(tmp, writers.DATASET_PART.format(j)),
-                                       labels, a, min(n, a + step), key=builder.key("write-labels", 0, j), pure=False)
+                                       labels, a, min(n, a + step), key=builder.key(Step.WRITE_LABELS, 0, j), pure=False)
                          for j, a in enumerate(range(0, max(n, 1), step))])
-    return client.submit(operator.getitem, lab_f, 1, key=builder.key("labels-count", 0)).result()
+    return client.submit(operator.getitem, lab_f, 1, key=builder.key(Step.LABELS_COUNT, 0)).result()

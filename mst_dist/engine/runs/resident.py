@@ -17,6 +17,7 @@ from mst_dist.engine.runs.base import Run
 from mst_dist.engine.runs.solver import Solver
 from mst_dist.engine.runs.state import SolveState
 from mst_dist.kernels.contract import take_to_host
+from mst_dist.phases import Phase, Step
 
 
 class ResidentRun(Run):
@@ -30,7 +31,7 @@ class ResidentRun(Run):
         g = self.g
         self.publish_start()
         raws = self.builder.load(g.sources, self.ranges, validate=not g.validated)
-        self.events.emit(round=0, phase="load", components=g.n_vertices, edges=g.n_edges)
+        self.events.emit(round=0, phase=Phase.LOAD, components=g.n_vertices, edges=g.n_edges)
         return SolveState(raws=raws, offsets=[r.offset for r in self.ranges], n_comp=g.n_vertices,
                           edges_left=g.n_edges)
 
@@ -73,7 +74,7 @@ class ResidentRun(Run):
 
     def forest_parts(self, st, i, ids_f):
         return [self.client.submit(tasks.chosen_rows, st.raws[i], st.offsets[i], ids_f,
-                                   key=self.builder.key("rows", st.rnd, i))]
+                                   key=self.builder.key(Step.ROWS, st.rnd, i))]
 
     def forest_rows(self, st, ids_f, edge_ids):
         """From the caller's arrays where the graph is one set of them, else from the raw chunks."""

@@ -5,6 +5,7 @@ import time
 
 from mst_dist.engine import ranged
 from mst_dist.engine.batch import Batch
+from mst_dist.phases import Phase, Step
 from mst_dist.result import RoundStats
 
 
@@ -15,7 +16,7 @@ def end_round(run, st, mode, times, components, mapped, found, edges_before=None
     contraction counts them after dropping self-loops); ``ranges``: those its component ids were cut into."""
     c, key, rnd = run.client, run.builder.key, st.rnd
     with Batch(c) as b:
-        edges = [b.submit(ranged.edges_in, m, key=key("count", rnd, i), **run.pins[i]) for i, m in enumerate(mapped)]
+        edges = [b.submit(ranged.edges_in, m, key=key(Step.COUNT, rnd, i), **run.pins[i]) for i, m in enumerate(mapped)]
     counted = c.gather(edges + found)
     edges_before = st.edges_left if edges_before is None else edges_before
     st.edges_left, n_forest = sum(counted[:len(edges)]), sum(counted[len(edges):])
@@ -24,7 +25,7 @@ def end_round(run, st, mode, times, components, mapped, found, edges_before=None
     run.stats.rounds.append(RoundStats(
         round=rnd, mode=mode, components_before=components[0], components_after=components[1],
         edges_before=edges_before, edges_after=st.edges_left, forest_edges=n_forest,
-        phase_seconds={"contract": t_contract - t0, "filter-edges": t_end - t_contract},
+        phase_seconds={Phase.CONTRACT: t_contract - t0, Phase.FILTER_EDGES: t_end - t_contract},
         wall_seconds=t_end - t0, tasks=0, ranges=ranges))
     run.events.publish("round", **run.stats.rounds[-1].to_dict())
     st.rnd += 1

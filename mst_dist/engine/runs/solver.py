@@ -21,6 +21,7 @@ from distributed.client import _wait
 
 from mst_dist.engine import accounting
 from mst_dist.engine.runs.state import SolveState
+from mst_dist.phases import Phase
 
 logger = logging.getLogger("mst_dist")
 
@@ -106,7 +107,7 @@ class Solver:
             if pending is None:
                 pending = builder.round(st.rnd, self.prepared(st), st.rmap, st.prev, st.n_comp,
                                         finish=not st.light)
-            run.events.emit(round=st.rnd, phase="map", components=st.n_comp, edges=st.edges_left)
+            run.events.emit(round=st.rnd, phase=Phase.MAP, components=st.n_comp, edges=st.edges_left)
             ahead = builder.round(st.rnd + 1, pending.edges, pending.rmap, pending.record, None,
                                   finish=not st.light)
             rec = pending.record.result()
@@ -154,7 +155,7 @@ class Solver:
         run = self.run
         stats = run.stats
         t0 = time.perf_counter()
-        run.events.emit(round=st.rnd, phase="local", components=st.n_comp, edges=st.edges_left)
+        run.events.emit(round=st.rnd, phase=Phase.LOCAL, components=st.n_comp, edges=st.edges_left)
         if st.chunks is None:  # straight from the raw chunks: prepared inside the task
             wait_on(run.client, st.raws)  # loading the graph is setup, not the solve's first round
             if not stats.setup_seconds:

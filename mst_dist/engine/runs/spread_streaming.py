@@ -38,6 +38,7 @@ from mst_dist.engine.runs.state import SolveState, SpreadStreamState
 from mst_dist.engine.runs.solver import wait_on
 from mst_dist.engine.runs.streaming import SlicedPasses, _pass_measure
 from mst_dist.kernels.vertex_ranges import distinct, even_bounds
+from mst_dist.phases import Step
 
 
 class SpreadStreamingRun(SlicedPasses, PartitionedRun):
@@ -48,13 +49,11 @@ class SpreadStreamingRun(SlicedPasses, PartitionedRun):
     streams = True
     State = SpreadStreamState
     slice_edge_bytes = SPREAD_SLICE_BYTES_PER_EDGE
-    #: a third of the workers' memory: 2^25 vertices, 2^26 edges on 8 workers of 1 GiB (the base case an eighth
-    #: of a worker) took 3 passes and 159.5 s with a third, 4 and 182.8 s with a quarter, 3 and 177.6 s with a
-    #: half (its first round holds twice the edges), the largest worker 823, 753 and 779 MiB (docs/benchmarks.md)
+    #: a third of the workers' memory: a smaller slice takes more passes, a larger one a first round over
+    #: more edges, and both make a run slower (docs/benchmarks.md)
     slice_share = 3
     #: an eighth: beside the base case a worker holds its share of the vertex map, the slice and the forest
-    #: rows the passes kept (2^27 vertices, 2^28 edges on 8 workers of 1 GiB: with a quarter a worker went
-    #: over its memory limit in the third to fifth pass; with an eighth the largest peaked at 921 MiB)
+    #: rows the passes kept; with a larger share those no longer fit a worker of 1 GiB at 2^27 vertices
     base_share = 8
 
     def rounds(self, st: SpreadStreamState):
@@ -71,12 +70,12 @@ class SpreadStreamingRun(SlicedPasses, PartitionedRun):
             st.slice_mapped, st.slice_rows = self._read_relabelled(st, k, lo, hi, n_live, self._waves(sample, lo, hi))
             n_live, live = self._solve_slice(st, k, n_live)
             if not live:  # the pass's components (finished as -(F + 1)) are the next pass's live ids F
-                st.labels = self._each_range(ranged.flip, st.labels, "pass-close", k)
+                st.labels = self._each_range(ranged.flip, st.labels, Step.PASS_CLOSE, k)
             if self.ckpt is not None:
                 self._save_pass(st, k, hi, n_live)
             done, lo = hi is None, hi
         # every component left is finished: the live ids F as -(F + 1), as the canonical labels take them
-        self.labels_parts = st.labels = self._each_range(ranged.flip, st.labels, "pass-end", k)
+        self.labels_parts = st.labels = self._each_range(ranged.flip, st.labels, Step.PASS_END, k)
         st.n_comp = 0
 
     def _start(self, st):
@@ -88,7 +87,7 @@ class SpreadStreamingRun(SlicedPasses, PartitionedRun):
         if saved is None:
             lpins = self._range_pins(vb.shape[0] - 1)
             with Batch(self.client) as b:
-                st.labels = [b.submit(ranged.first_labels, int(lo), int(hi), key=self.builder.key("labels-init", 0, r),
+                st.labels = [b.submit(ranged.first_labels, int(lo), int(hi), key=self.builder.key(Step.LABELS_INIT, 0, r),
                                       **lpins[r]) for r, (lo, hi) in enumerate(zip(vb[:-1], vb[1:]))]
             return None, n, 0, False
         st.labels, forest, rows = self.ckpt.resume_spread(vb, self.chunk_bounds, n)
@@ -103,17 +102,17 @@ class SpreadStreamingRun(SlicedPasses, PartitionedRun):
         """The pass's state to the checkpoint; each chunk's forest ids so far joined into one part first."""
         with Batch(self.client) as b:
             for i in range(len(self.ranges)):
-                st.forest[i] = [b.submit(tasks.forest_ids, *st.forest.get(i, []), key=self.builder.key("pass-ids", k, i),
+                st.forest[i] = [b.submit(tasks.forest_ids, *st.forest.get(i, []), key=self.builder.key(Step.PASS_IDS, k, i),
                                          **self.pins[i])]
         forest = [st.forest[i][0] for i in range(len(self.ranges))]
         self.ckpt.save_spread_pass(st, k, hi, n_live, labels=st.labels, forest=forest, pins=self.pins,
                                    chunk_bounds=self.chunk_bounds)
 
-    def _each_range(self, fn, parts, phase, k):
+    def _each_range(self, fn, parts, step, k):
         """``fn`` on each range's part, where its owner is."""
         pins = self._range_pins(len(parts))
         with Batch(self.client) as b:
-            return [b.submit(fn, p, key=self.builder.key(phase, k, r), **pins[r]) for r, p in enumerate(parts)]
+            return [b.submit(fn, p, key=self.builder.key(step, k, r), **pins[r]) for r, p in enumerate(parts)]
 
     def _read_relabelled(self, st, k, lo, hi, n_live, waves):
         """Stream every chunk once, in ``waves`` groups of chunks one after the other: each group's slice
@@ -131,13 +130,13 @@ class SpreadStreamingRun(SlicedPasses, PartitionedRun):
             wpins = chunk_pins(c, [self.places[i] for i in chunks], kept)
             with Batch(c) as b:
                 blocks = [b.submit(ranged.slice_block, kc, backend=self.spec.backend,
-                                   key=key("pass-block", k, i), **p)
+                                   key=key(Step.PASS_BLOCK, k, i), **p)
                           for i, kc, p in zip(chunks, kept, wpins)]
-            out = self._exchange("pass-relabel", k, blocks, st.labels, split=split, serve=ranged.serve_map,
+            out = self._exchange(Step.PASS_RELABEL, k, blocks, st.labels, split=split, serve=ranged.serve_map,
                                  assemble=ranged.filter_block, pins=wpins, assemble_kwargs=[kwargs] * len(blocks),
                                  requester_ids=chunks)
             with Batch(c) as b:
-                joining = [b.submit(ranged.joining_rows, r, m, key=key("pass-joining", k, i), **p)
+                joining = [b.submit(ranged.joining_rows, r, m, key=key(Step.PASS_JOINING, k, i), **p)
                            for i, r, m, p in zip(chunks, kept_rows, out, wpins)]
             recs += self._progress(name, stats, _pass_measure, total=n, before=recs)
             wait_on(c, out + joining)  # the wave's raw slice is let go before the next wave is read
@@ -167,7 +166,7 @@ class SpreadStreamingRun(SlicedPasses, PartitionedRun):
         c, key = self.client, self.builder.key
         nxt = next_bounds(self, n_live)
         mapped, rows, st.slice_mapped, st.slice_rows = st.slice_mapped, st.slice_rows, [], []
-        sub = SolveState(n_comp=n_live, edges_left=self._count_edges(k, mapped, "pass-count"), rnd=st.rnd,
+        sub = SolveState(n_comp=n_live, edges_left=self._count_edges(k, mapped, Step.PASS_COUNT), rnd=st.rnd,
                          t_solve=st.t_solve)
         self.stats.passes[-1].edges_kept = sub.edges_left  # the slice's edges that join two components
         if not sub.edges_left:
@@ -183,9 +182,9 @@ class SpreadStreamingRun(SlicedPasses, PartitionedRun):
         with Batch(c) as b:
             for i, (f, r) in enumerate(zip(forest, rows)):
                 st.forest.setdefault(i, []).append(f)
-                st.rows.setdefault(i, []).append(b.submit(passes.trim_rows, r, f, key=key("pass-trim", k, i),
+                st.rows.setdefault(i, []).append(b.submit(passes.trim_rows, r, f, key=key(Step.PASS_TRIM, k, i),
                                                           **self.pins[i]))
-            most = [b.submit(ranged.max_finished, vl, key=key("pass-components", k, r), **pin)
+            most = [b.submit(ranged.max_finished, vl, key=key(Step.PASS_COMPONENTS, k, r), **pin)
                     for r, (vl, pin) in enumerate(zip(st.labels, self._range_pins(len(st.labels))))]
         return max(c.gather(most), default=-1) + 1, False
 
@@ -196,7 +195,7 @@ class SpreadStreamingRun(SlicedPasses, PartitionedRun):
         cuts = np.searchsorted(ids, self.vertex_bounds)
         pins = self._range_pins(len(st.labels))
         with Batch(self.client) as b:
-            asked = [b.submit(ranged.labels_at, vl, ids[cuts[r]:cuts[r + 1]], key=self.builder.key("pass-estimate", k, r),
+            asked = [b.submit(ranged.labels_at, vl, ids[cuts[r]:cuts[r + 1]], key=self.builder.key(Step.PASS_ESTIMATE, k, r),
                               **pins[r]) for r, vl in enumerate(st.labels)]
         lab = np.concatenate(self.client.gather(asked))
         cu, cv = lab[np.searchsorted(ids, sample.u)], lab[np.searchsorted(ids, sample.v)]
@@ -210,7 +209,7 @@ class SpreadStreamingRun(SlicedPasses, PartitionedRun):
     def finish(self, st):
         c, key = self.client, self.builder.key
         with Batch(c) as b:
-            self.forest_futs = [b.submit(tasks.forest_ids, *st.forest.get(i, []), key=key("forest-ids", st.rnd, i),
+            self.forest_futs = [b.submit(tasks.forest_ids, *st.forest.get(i, []), key=key(Step.FOREST_IDS, st.rnd, i),
                                          **self.pins[i]) for i in range(len(self.ranges))]
         return super().finish(st)
 
@@ -225,5 +224,5 @@ class SpreadStreamingRun(SlicedPasses, PartitionedRun):
     def _kept_rows(self, st, ids_f):
         """Each chunk's forest rows: those its passes kept, joined where the chunk is."""
         with Batch(self.client) as b:
-            return [b.submit(passes.joined_rows, *st.rows.get(i, []), key=self.builder.key("kept-rows", st.rnd, i),
+            return [b.submit(passes.joined_rows, *st.rows.get(i, []), key=self.builder.key(Step.KEPT_ROWS, st.rnd, i),
                              **self.pins[i]) for i in range(len(self.ranges))]

@@ -24,6 +24,7 @@ from mst_dist.engine.runs.base import Run
 from mst_dist.engine.runs.resident import rows_from_arrays
 from mst_dist.engine.runs.solver import Solver
 from mst_dist.engine.runs.state import SolveState, StreamState
+from mst_dist.phases import Phase, Step
 from mst_dist.result import PassStats
 
 #: Edges sampled to set a streaming run's thresholds, from windows of rows spread over the graph.
@@ -75,7 +76,7 @@ class SlicedPasses:
         rate = min(1.0, SAMPLE_EDGES / max(1, sampled))
         validate = not self.g.validated
         futs = [self.client.submit(passes.sample_chunk, *st.inputs[i], self.g.n_vertices, validate, rate, j,
-                                   (lo, hi), key=self.builder.key("pass-sample", 0, j), **pin(self.places[i]))
+                                   (lo, hi), key=self.builder.key(Step.PASS_SAMPLE, 0, j), **pin(self.places[i]))
                 for j, (i, (lo, hi)) in enumerate(windows)]
         t0 = time.perf_counter()
         parts = self._progress("sample", futs, lambda r: (r.bytes_read, r.rows, 0))
@@ -160,10 +161,10 @@ class SlicedPasses:
         c, key = self.client, self.builder.key
         validate, vmap = not self.g.validated, self._pass_map(st)
         outs = [c.submit(passes.pass_chunk, *st.inputs[i], self.g.n_vertices, validate, vmap, lo, hi,
-                         self.spec.backend, key=key("pass", k, i), **pin(self.places[i]))
+                         self.spec.backend, key=key(Step.PASS, k, i), **pin(self.places[i]))
                 for i in chunks]
         return tuple([c.submit(operator.getitem, o, j, key=key(part, k, i)) for i, o in zip(chunks, outs)]
-                     for j, part in enumerate(("pass-kept", "pass-rows", "pass-stats")))
+                     for j, part in enumerate((Step.PASS_KEPT, Step.PASS_ROWS, Step.PASS_STATS)))
 
     def _pass_done(self, name, recs, t0, waves=1):
         self.stats.passes.append(PassStats(name, len(recs), sum(r.edges_in for r in recs),
@@ -188,7 +189,7 @@ class SlicedPasses:
             now = time.perf_counter()
             if now - last > 0.2 or done == total:
                 last = now
-                self.events.emit(round=0, phase="pass", components=self.g.n_vertices, edges=kept, **{
+                self.events.emit(round=0, phase=Phase.PASS, components=self.g.n_vertices, edges=kept, **{
                     "pass": name, "chunks_done": done, "chunks_total": total, "bytes_read": read,
                     "edges_read": edges})
         return results
@@ -209,7 +210,7 @@ class SlicedPasses:
             z = np.zeros(0, np.int64)
             return z, z.copy(), np.zeros(0, np.dtype(g.weight_dtype))
         ids = ids_f if isinstance(ids_f, Future) else edge_ids
-        src, dst, w = self.client.submit(passes.forest_rows, ids, *rows, key=self.builder.key("rows", st.rnd)).result()
+        src, dst, w = self.client.submit(passes.forest_rows, ids, *rows, key=self.builder.key(Step.ROWS, st.rnd)).result()
         return src, dst, w.astype(np.dtype(g.weight_dtype), copy=False)
 
     def _survivors(self, st, sample, lo, k):
@@ -246,12 +247,12 @@ class StreamingRun(SlicedPasses, Run):
             solver.solve(sub, light=False)
             st.rnd = sub.rnd
             st.chosen.extend(sub.chosen)
-            chosen = c.submit(tasks.forest_ids, *sub.chosen, key=key("pass-forest", k))
+            chosen = c.submit(tasks.forest_ids, *sub.chosen, key=key(Step.PASS_FOREST, k))
             for i, r in enumerate(rows):
-                st.rows.setdefault(i, []).append(c.submit(passes.trim_rows, r, chosen, key=key("pass-trim", k, i)))
-            composed = c.submit(passes.compose, st.vmap, *sub.maps, key=key("pass-compose", k))
-            st.vmap = c.submit(operator.getitem, composed, 0, key=key("pass-vmap", k))
-            n_live = c.submit(operator.getitem, composed, 1, key=key("pass-components", k)).result()
+                st.rows.setdefault(i, []).append(c.submit(passes.trim_rows, r, chosen, key=key(Step.PASS_TRIM, k, i)))
+            composed = c.submit(passes.compose, st.vmap, *sub.maps, key=key(Step.PASS_COMPOSE, k))
+            st.vmap = c.submit(operator.getitem, composed, 0, key=key(Step.PASS_VMAP, k))
+            n_live = c.submit(operator.getitem, composed, 1, key=key(Step.PASS_COMPONENTS, k)).result()
             # the slice is solved: let the workers drop it (and its rows, once trimmed) before the next pass
             kept = rows = sub = composed = None
             if self.ckpt is not None:
@@ -273,7 +274,7 @@ class StreamingRun(SlicedPasses, Run):
 
     def _survivors(self, st, sample, lo, k):
         return self.client.submit(passes.survivors, st.vmap, sample.u, sample.v, sample.key, sample.eid, lo,
-                                  key=self.builder.key("pass-estimate", k)).result()
+                                  key=self.builder.key(Step.PASS_ESTIMATE, k)).result()
 
     def _pass_map(self, st):
         return st.vmap
@@ -286,4 +287,4 @@ class StreamingRun(SlicedPasses, Run):
 
     def labels(self, st):
         return self.client.submit(passes.vertex_labels, st.vmap, self.g.n_vertices,
-                                  key=self.builder.key("labels", st.rnd))
+                                  key=self.builder.key(Step.LABELS, st.rnd))
