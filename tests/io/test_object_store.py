@@ -10,6 +10,7 @@ import pytest
 import mst_dist
 from support.naive import component_labels, kruskal
 from support.objectstore import moto_s3
+from support.oracle import assert_forest_file, assert_summary, expected
 
 pytestmark = pytest.mark.processes
 
@@ -140,10 +141,14 @@ def test_command_line_reads_a_url(s3, graph, tmp_path):
                AWS_DEFAULT_REGION=options["client_kwargs"]["region_name"],
                AWS_ENDPOINT_URL=options["client_kwargs"]["endpoint_url"])
     proc = subprocess.run([sys.executable, "-m", "mst_dist.cli", "run", "--input", f"s3://{BUCKET}/cli/g.txt",
-                           "--json"], env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+                           "--json", "-o", "forest.npz"], env=env, capture_output=True, text=True, timeout=600,
+                          cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = json.loads(proc.stdout)["summary"]
-    assert summary["forest_edges"] == len(exp) and summary["edges"] == len(s)
+    assert summary["edges"] == len(s)
+    want = expected(n_vertices=n, src=s, dst=d, weight=w)
+    assert_summary(summary, want)
+    assert_forest_file(tmp_path / "forest.npz", want)  # the whole forest, by Kruskal
 
 
 # ---------------------------------------------------------------------------
