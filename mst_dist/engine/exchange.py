@@ -1,34 +1,62 @@
 """Batched request/reply between tasks: how the owners of vertex ranges answer the tasks that ask.
 
-Pregel's request-respond over Dask futures.  ``J`` requesters each hold
-some ids (a chunk's endpoints, a range's parents); ``R`` owners each hold the
-values of one range of ids.  :func:`exchange` submits, with no wait::
+Pregel's request-respond as one all-to-all whose task count grows with the
+number of workers ``P``, never with pairs of them.  ``J`` requesters each
+hold some ids (a chunk's endpoints, a range's parents); ``R`` owners each
+hold the values of one range of ids.  :func:`exchange` submits, with no wait::
 
     split     J tasks   a requester's ids, sorted and cut by owner (each id once)
-    ask       G x H     the parts of one worker's requesters for one worker's owners
-    serve     R tasks   an owner answers the ids every requester sent it
-    reply     H x G     the answers of one worker's owners for one worker's requesters
-    assemble  J tasks   a requester puts its answers back in its ids' order
+    ready     G tasks   one per worker of requesters: its splits are in memory there
+    asked     1 task    the barrier: where every split is
+    serve     R tasks   an owner pulls its part of every split and answers it
+    done      H tasks   one per worker of owners: its answers are in memory there
+    answered  1 task    the barrier: where every answer is
+    assemble  J tasks   a requester pulls its answer from every owner, in its ids' order
 
-Requesters are grouped by the worker they are pinned to (``G`` groups), and
-so are owners (``H`` groups, of at most ``owner_group`` owners each); a task
-pinned nowhere is a group of its own.  An exchange's bundles number
-``G x H`` each way, not ``J x R``: with 16 chunks and 16 ranges on 2
-workers, 4 asks and 4 replies instead of 256 of each.  ``owner_group``
-bounds what one bundle holds (a bundle holds about ``owner_group / R`` of
-what a worker's requesters ask).  Every byte moved is still a requested id
-or its answer: bytes per round follow the active ids, not the number of
-tasks.  The functions that run on the workers are in
-:mod:`mst_dist.engine.ranged`.
+``2J + R + G + H + 2`` tasks, whatever the number of pairs.  The parts do
+not travel as task outputs (that would take one task per pair of workers,
+or ship whole splits to every owner): a ``serve`` task asks each worker
+holding splits for its own part of them, worker to worker over Dask's comm
+(:class:`ExchangePlugin`'s handler), and an ``assemble`` task asks each
+owner's worker for its answer.  The small ``ready``/``done`` tasks and the
+barriers only say where the data is, so the scheduler sees every stage
+(its task stream, the dashboard's phases) and orders them, and the bytes
+moved are the requested ids and their answers.
+
+Every output stays a Dask key the scheduler owns: a split is kept by its
+``assemble`` task, which takes it; the owners' answers by the exchange's
+futures of them, held until the last ``assemble`` has finished.  A pull
+that does not find a key where the exchange left it (moved, lost with a
+worker, or released since: an ``assemble`` recomputed after its worker
+died) asks for its piece as a task on the key, which Dask runs where the
+key is, recomputing it from its lineage where it is gone.  The functions that run on the workers for each
+kind of exchange are in :mod:`mst_dist.engine.ranged`.
 """
 from __future__ import annotations
 
+import asyncio
+import uuid
+import weakref
+
+from dask.sizeof import sizeof
+from distributed import Future, WorkerPlugin, get_worker, worker_client
+from distributed.protocol import to_serialize
+from distributed.utils import sync
+from distributed.worker import thread_state
+
+from mst_dist.engine.accounting import TALLY_NAME
 from mst_dist.engine.batch import Batch
+from mst_dist.engine.keys import parse_key
 from mst_dist.kernels.vertex_ranges import narrow
+
+#: The workers' handler that hands out one requester's or one owner's piece of exchange outputs.
+TAKE_OP = "mst_exchange_take"
+
+_registered = weakref.WeakKeyDictionary()  # client -> its scheduler's address, the plugin registered there
 
 
 def exchange(client, key, requests, owners, *, serve, assemble, split, pins=None, owner_pins=None,
-             assemble_kwargs=None, owner_group=None):
+             assemble_kwargs=None):
     """Submit one exchange; futures of the ``J`` assembled answers (one per request, in order).
 
     ``requests``: futures (or values) the ``split`` function takes first;
@@ -38,38 +66,29 @@ def exchange(client, key, requests, owners, *, serve, assemble, split, pins=None
     the requester's result from the owners' answers in owner order (the
     keyword values may hold futures).  ``pins``/``owner_pins``: the
     ``submit`` keywords placing each requester/owner (see
-    :func:`~mst_dist.engine.placement.pin`); ``owner_group``: at most this
-    many owners of a worker share a bundle (default: all of them);
-    ``key(stage, index)`` names the tasks.
+    :func:`~mst_dist.engine.placement.pin`); ``key(stage, index)`` names the tasks.
     """
+    ensure_plugin(client)
     J, R = len(requests), len(owners)
     pins = pins or [{}] * J
     owner_pins = owner_pins or [{}] * R
     kwargs = assemble_kwargs or [{}] * J
-    groups = by_worker(pins)  # lists of requesters j, one per worker
-    ogroups = [hs[i:i + (owner_group or len(hs))] for hs in by_worker(owner_pins)
-               for i in range(0, len(hs), owner_group or len(hs))]
-    sizes, order = [len(js) for js in groups], [j for js in groups for j in js]
-    where = {r: (h, i) for h, rs in enumerate(ogroups) for i, r in enumerate(rs)}
-    with Batch(client) as b:  # one graph for the exchange's five stages
+    with Batch(client) as b:  # one graph for the exchange's stages
         splits = [b.submit(split, req, key=key("split", j), **pins[j]) for j, req in enumerate(requests)]
-        asks = [[b.submit(_ask, rs, *[splits[j] for j in js], key=key("ask", f"{g}.{h}"), **pins[js[0]])
-                 for h, rs in enumerate(ogroups)]
-                for g, js in enumerate(groups)]
-        served = [b.submit(_serve, serve, owners[r], sizes, order, where[r][1],
-                           *[asks[g][where[r][0]] for g in range(len(groups))], key=key("serve", r),
-                           **owner_pins[r])
-                  for r in range(R)]
-        replies = [[b.submit(_reply, g, *[served[r] for r in rs], key=key("reply", f"{h}.{g}"), **owner_pins[rs[0]])
-                    for g in range(len(groups))]
-                   for h, rs in enumerate(ogroups)]
-        slots = [where[r] for r in range(R)]
-        out = [None] * J
-        for g, js in enumerate(groups):
-            for i, j in enumerate(js):
-                out[j] = b.submit(_assemble, assemble, requests[j], splits[j], i, slots,
-                                  *[replies[h][g] for h in range(len(ogroups))],
-                                  key=key("assemble", j), **pins[j], **kwargs[j])
+        ready = [b.submit(_here, [(j, splits[j].key) for j in js], *[splits[j] for j in js], key=key("ready", g),
+                          **pins[js[0]])
+                 for g, js in enumerate(by_worker(pins))]
+        asked = b.submit(_where, *ready, key=key("asked", 0))
+        served = [b.submit(_serve, serve, owner, r, J, asked, key=key("serve", r), **owner_pins[r])
+                  for r, owner in enumerate(owners)]
+        done = [b.submit(_here, [(r, served[r].key) for r in rs], *[served[r] for r in rs], key=key("done", h),
+                         **owner_pins[rs[0]])
+                for h, rs in enumerate(by_worker(owner_pins))]
+        answered = b.submit(_where, *done, key=key("answered", 0))
+        out = [b.submit(_assemble, assemble, requests[j], splits[j], j, R, answered,
+                        key=key("assemble", j), **pins[j], **kwargs[j])
+               for j in range(J)]
+    _hold_until_done(served, out)
     return out
 
 
@@ -94,35 +113,150 @@ def by_worker(pins):
     return groups
 
 
-def _ask(owners, *splits):
-    """The parts of ``splits`` (one worker's requesters) for each owner of ``owners`` (one worker's)."""
-    return [[s.part(r) for s in splits] for r in owners]
+def ensure_plugin(client):
+    """Register :class:`ExchangePlugin` on ``client``'s cluster (once per client and scheduler)."""
+    address = getattr(client.scheduler, "address", None)
+    if _registered.get(client) == address:
+        return
+    client.register_plugin(ExchangePlugin(), name=ExchangePlugin.name)
+    _registered[client] = address
 
 
-def _serve(serve, owner, sizes, order, slot, *asks):
-    """An owner answers its parts in requester order; the answers cut by requester group.
+def _hold_until_done(served, out):
+    """Keep the owners' answers until every requester has taken its own: the futures of ``served`` live
+    as long as one of ``out`` is unfinished (and is still wanted: a caller letting ``out`` go frees them)."""
+    left = [len(out)]
 
-    ``asks[g]``: the bundle of group ``g``'s requesters (``sizes[g]`` of
-    them) for this owner's group, its parts at ``slot``; ``order``: the
-    requesters of the groups, in turn.
+    def one_done(_):
+        left[0] -= 1
+        if left[0] == 0:
+            served.clear()
+
+    for fut in out:
+        fut.add_done_callback(one_done)
+    if not out:
+        served.clear()
+
+
+class ExchangePlugin(WorkerPlugin):
+    """The worker side of an exchange: a handler giving a piece of exchange outputs held in this worker's memory.
+
+    ``take(keys, index, how)`` answers ``{"data": {key: piece}, "missing": [...]}``;
+    the piece of a split is ``split.part(index)`` (what owner ``index`` is
+    asked), of an owner's answers ``answers[index]`` (requester ``index``'s).
     """
-    parts = [None] * len(order)
-    for j, p in zip(order, (p for bundle in asks for p in bundle[slot])):
-        parts[j] = p
-    answers = [narrow(a) for a in serve(owner, *parts)]  # int32 on the wire where they fit; assembled as int64
-    out, k = [], 0
-    for size in sizes:
-        out.append([answers[j] for j in order[k:k + size]])
-        k += size
-    return out
+
+    name = "mst-exchange"
+    idempotent = True
+
+    def setup(self, worker):
+        self.worker = worker
+        worker.handlers[TAKE_OP] = self.take
+
+    def teardown(self, worker):
+        worker.handlers.pop(TAKE_OP, None)
+
+    def take(self, keys, index, how):
+        data, missing = _pieces(self.worker, keys, index, how)
+        return {"data": {k: to_serialize(v) for k, v in data.items()}, "missing": missing}
 
 
-def _reply(g, *served):
-    """Requester group ``g``'s answers from each of one worker's owners."""
-    return [s[g] for s in served]
+def _pieces(worker, keys, index, how):
+    """The pieces of ``keys`` held by ``worker`` (see :class:`ExchangePlugin`), and the keys it does not hold."""
+    data, missing = {}, []
+    for k in keys:
+        try:
+            value = worker.data[k]
+        except KeyError:
+            missing.append(k)
+            continue
+        data[k] = _piece(value, index, how)
+    return data, missing
 
 
-def _assemble(assemble, request, split_out, i, slots, *replies, **kwargs):
-    """The requester ``i``-th in its group: its answer from each owner (at ``slots[r]`` of the replies),
-    then ``assemble``."""
-    return assemble(request, split_out, *[replies[h][s][i] for h, s in slots], **kwargs)
+# -- on the workers --------------------------------------------------------------------------------------------
+
+
+def _here(keyed, *values):
+    """Where the ``values`` (the outputs of keys ``keyed``) are in memory: this worker."""
+    return get_worker().address, keyed
+
+
+def _where(*heres):
+    """The barrier of a stage: ``(index, key, address)`` of every output, in index order."""
+    return sorted((i, k, address) for address, keyed in heres for i, k in keyed)
+
+
+def _serve(serve, owner, r, J, asked):
+    """Owner ``r``: its part of every split (``J`` of them), pulled from the workers holding them, answered."""
+    parts = _pull(asked, r, "part")
+    answers = serve(owner, *[parts[k] for _, k, _ in asked])
+    if len(answers) != J:
+        raise RuntimeError(f"an owner answered {len(answers)} requesters of {J}")
+    return [narrow(a) for a in answers]  # int32 on the wire where they fit; assembled as int64
+
+
+def _assemble(assemble, request, split_out, j, R, answered, **kwargs):
+    """Requester ``j``: its answer from each of the ``R`` owners, pulled from their workers, assembled."""
+    got = _pull(answered, j, "item")
+    return assemble(request, split_out, *[got[k] for _, k, _ in answered], **kwargs)
+
+
+def _pull(located, index, how):
+    """``{key: piece}`` of every key of ``located`` (``(i, key, address)``), from the workers holding them;
+    the pieces of keys not found there are asked of the cluster (:func:`_pieces_by_tasks`)."""
+    worker = get_worker()
+    where = {}
+    for _, k, address in located:
+        where.setdefault(address, []).append(k)
+    got, missing, nbytes = sync(worker.loop, _pull_once, worker, where, index, how)
+    if missing:
+        got.update(_pieces_by_tasks(missing, index, how))
+    _tally(worker, nbytes)
+    return got
+
+
+async def _pull_once(worker, where, index, how):
+    """``(got, missing, bytes from other workers)`` of the keys of ``where`` (address -> keys)."""
+    results = await asyncio.gather(*(_take(worker, a, ks, index, how) for a, ks in where.items()))
+    got, missing, nbytes = {}, [], 0
+    for address, (data, lost) in zip(where, results):
+        got.update(data)
+        nbytes += sum(sizeof(v) for v in data.values()) if address != worker.address else 0
+        missing += lost
+    return got, missing, nbytes
+
+
+def _pieces_by_tasks(keys, index, how):
+    """The pieces of ``keys`` no longer where the exchange left them (moved, or lost with a worker), each by
+    a task on its key: Dask runs it where the key is, recomputing the key from its lineage where it is gone.
+    The calling task waits outside its worker's thread pool, which the recomputation may need."""
+    with worker_client() as client:
+        futures = [client.submit(_piece, Future(k, client), index, how, key=f"exchange-piece-{uuid.uuid4().hex}")
+                   for k in keys]
+        return dict(zip(keys, client.gather(futures)))
+
+
+def _piece(value, index, how):
+    return value.part(index) if how == "part" else value[index]
+
+
+async def _take(worker, address, keys, index, how):
+    """``(data, missing)`` of ``keys`` at ``address``; all missing where that worker cannot be reached."""
+    if address == worker.address:
+        return _pieces(worker, keys, index, how)
+    try:
+        resp = await worker.rpc(address).mst_exchange_take(keys=keys, index=index, how=how)
+    except Exception:  # the worker is gone, or has no handler: ask the scheduler where the keys are now
+        return {}, list(keys)
+    return resp["data"], resp["missing"]
+
+
+def _tally(worker, nbytes):
+    """Count the bytes a pull brought from other workers for the running task's round and phase."""
+    tally = worker.plugins.get(TALLY_NAME)
+    k = parse_key(thread_state.key) if isinstance(getattr(thread_state, "key", None), str) else None
+    if not nbytes or tally is None or k is None or not hasattr(tally, "received"):
+        return
+    at = (k.token, k.round, k.phase)
+    tally.received[at] = tally.received.get(at, 0) + nbytes

@@ -80,10 +80,6 @@ class PartitionedRun(ResidentRun):
         ``requester_ids``: the chunk (or range) each requester is, where they are not ``0, 1, ...``."""
         pins = pins if pins is not None else self._range_pins(len(requests))
         kw.setdefault("owner_pins", self._range_pins(len(owners)))
-        # owners bundled by worker, in groups of at most R / 16: a bundle then stays under n / 2 bytes even
-        # where a worker's requesters ask every id of the group's ranges (the first round's labels, whose
-        # vertex ranges are the component ranges: 8 bytes x n / R ids x |h| ranges)
-        kw.setdefault("owner_group", max(1, len(owners) // 16))
         key = self._key(phase, rnd) if requester_ids is None else by_requester(self._key(phase, rnd), requester_ids)
         return exchange(self.client, key, requests, owners, serve=serve, assemble=assemble, split=split, pins=pins,
                         **kw)
