@@ -123,7 +123,7 @@ def positions(table, ids, xp=np):
     ids = xp.asarray(ids)
     if ids.shape[0] == 0:
         return _zeros(xp)
-    return xp.searchsorted(xp.asarray(table), ids).astype(xp.int64)
+    return xp.searchsorted(xp.asarray(table).astype(xp.int64), ids.astype(xp.int64)).astype(xp.int64)
 
 
 def sparse_values(ids, values, lo, fin, asked, xp=np):
