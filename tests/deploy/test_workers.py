@@ -237,3 +237,22 @@ def test_the_systemd_unit_starts_the_hosts_spec_again_whenever_it_exits():
     if shutil.which("systemd-analyze"):
         p = subprocess.run(["systemd-analyze", "verify", path], capture_output=True, text=True, timeout=60)
         assert p.returncode == 0 and "mst-dist-worker.service" not in p.stderr, p.stderr
+
+
+@pytest.mark.parametrize("name", ["cpu-worker.yaml", "gpu-worker.yaml"])
+def test_the_hosts_variant_is_the_spec_without_its_loopback_host(name):
+    """workers/*-hosts.yaml: the spec with its `host: 127.0.0.1` line gone (nothing else changed), and its
+    commented TLS keys, uncommented, are Dask's: protocol tls and a security mapping of the worker's files."""
+    spec, _ = spec_of(name)
+    hosts, text = spec_of(name.replace(".yaml", "-hosts.yaml"))
+    assert spec["opts"].pop("host") == "127.0.0.1"
+    assert hosts == spec
+    assert f"--spec-file workers/{name.replace('.yaml', '-hosts.yaml')}" in text
+    lines = text.splitlines()
+    start = lines.index("  # protocol: tls")
+    tls = yaml.safe_load("\n".join(ln.replace("# ", "", 1) for ln in lines[start:start + 5]))
+    assert tls["protocol"] == "tls"
+    assert set(tls["security"]) == {"tls_ca_file", "tls_worker_cert", "tls_worker_key"}
+    from distributed.security import Security
+
+    Security(**{k: None for k in tls["security"]})  # Dask's own names (a Nanny turns the mapping into this)
