@@ -3,7 +3,7 @@ namespace of its own (support.netns), joined by a bridge, with addresses 10.77.0
 
 The scheduler is ``dask scheduler`` with the MST page's preload, the workers are the shipped spec
 files (sized to this machine, as cluster/start-local.sh sizes them), and the client is the Python
-API and ``mst-dist submit`` run on a host of their own.  Checked: a worker started from
+API, ``mst-dist submit`` and ``mst-dist run`` of a config naming the scheduler, on a host of their own.  Checked: a worker started from
 workers/cpu-worker.yaml as shipped (loopback) on another host is refused before any work, by both;
 with workers/cpu-worker-hosts.yaml the forest is Kruskal's; a checkpoint, an output and an input
 in a directory one worker does not share (a tmpfs mounted over it in that worker's namespace) are
@@ -161,12 +161,17 @@ def test_a_worker_on_loopback_is_refused_then_one_per_host_solves(hosts, tmp_pat
     assert worker in err and "--interface" in err
     hosts.stop(loopback)
 
-    # workers/cpu-worker-hosts.yaml on both hosts: the forest is Kruskal's, from Python and from the
-    # command line; a checkpoint, an output and an input where the second worker has its own
+    # workers/cpu-worker-hosts.yaml on both hosts: the forest is Kruskal's, from Python and from
+    # `mst-dist run` of a config naming the scheduler; a checkpoint, an output and an input where the second worker has its own
     # directory are refused, naming it; the MST page answers on the client's host
     _worker(hosts, "worker1", spec)
-    api, cli = _client(hosts, tmp_path, 2, private), _submit(hosts, tmp_path, "--output",
-                                                               str(tmp_path / "forest.npz"))
+    config = tmp_path / "remote.yaml"  # `mst-dist run` of a run config naming the scheduler
+    config.write_text(yaml.safe_dump({"graph": {"generate": {"kind": "grid", **GRID}},
+                                      "output": {"path": str(tmp_path / "forest.npz")},
+                                      "cluster": {"kind": "address", "address": hosts.scheduler}}))
+    api = _client(hosts, tmp_path, 2, private)
+    cli = hosts.start("client", [*CLI, "run", str(config), "-q"], env=hosts.env, cwd=tmp_path,
+                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     out = _answers(api)
     assert out["workers"] == 2
     assert_forest(exp, np.asarray(out["edge_ids"], dtype=np.int64))
