@@ -44,6 +44,7 @@ from mst_dist.engine.runs.state import SolveState
 from mst_dist.graph import VERTEX_BYTES
 from mst_dist.io import urls, writers
 from mst_dist.kernels.vertex_ranges import even_bounds
+from mst_dist.phases import Phase, Step
 
 
 class PartitionedRun(ResidentRun):
@@ -70,9 +71,9 @@ class PartitionedRun(ResidentRun):
         self.stats.vertex_partition = {"ranges": self.n_ranges, "base_components": self.vertex_base}
         self._sub = itertools.count()
 
-    def _key(self, phase, rnd):
+    def _key(self, step, rnd):
         sub = next(self._sub)
-        return lambda stage, index=None: self.builder.key(f"{phase}-{stage}", rnd, index, sub)
+        return lambda stage, index=None: self.builder.key(step, rnd, index, sub, stage)
 
     def _exchange(self, phase, rnd, requests, owners, *, split, serve, assemble, pins=None, requester_ids=None,
                   **kw):
@@ -110,9 +111,9 @@ class PartitionedRun(ResidentRun):
             lpins = self._range_pins(bounds.shape[0] - 1)
             with Batch(c) as b:
                 mapped = [b.submit(ranged.prepare, raw, off, n, bounds, backend=self.spec.backend,
-                                   key=self.builder.key("prepare", 0, i), **self.pins[i])
+                                   key=self.builder.key(Step.PREPARE, 0, i), **self.pins[i])
                           for i, (raw, off) in enumerate(zip(st.raws, st.offsets))]
-                labels = [b.submit(ranged.first_labels, int(lo), int(hi), key=self.builder.key("labels-init", 0, r),
+                labels = [b.submit(ranged.first_labels, int(lo), int(hi), key=self.builder.key(Step.LABELS_INIT, 0, r),
                                    **lpins[r]) for r, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:]))]
             n_comp, finished = n, 0
         st.edges_left = self._count_edges(st.rnd, mapped)
@@ -140,9 +141,9 @@ class PartitionedRun(ResidentRun):
         self.ckpt.save_parts(st, labels=labels, mapped=mapped, pins=self.pins, chunk_bounds=self.chunk_bounds,
                              finished=finished)
 
-    def _count_edges(self, rnd, mapped, phase="count"):
+    def _count_edges(self, rnd, mapped, step=Step.COUNT):
         with Batch(self.client) as b:
-            counts = [b.submit(ranged.edges_in, m, key=self.builder.key(phase, rnd, i), **self.pins[i])
+            counts = [b.submit(ranged.edges_in, m, key=self.builder.key(step, rnd, i), **self.pins[i])
                       for i, m in enumerate(mapped)]
         return sum(self.client.gather(counts))
 
@@ -158,10 +159,10 @@ class PartitionedRun(ResidentRun):
         n_comp = saved.components
         nxt = next_bounds(self, n_comp)
         loaded = [c.submit(ranged.prepare_resumed, raw, off, n, forest[i], backend=self.spec.backend,
-                           key=key("resume-prepare", saved.round, i), **self.pins[i])
+                           key=key(Step.RESUME_PREPARE, saved.round, i), **self.pins[i])
                   for i, (raw, off) in enumerate(zip(st.raws, st.offsets))]
         kwargs = [{"n_next": n_comp, "next_bounds": nxt, "chosen_bundles": [], "chosen_at": 0}] * len(loaded)
-        mapped = self._exchange("resume", saved.round, loaded, labels,
+        mapped = self._exchange(Step.RESUME, saved.round, loaded, labels,
                                 split=functools.partial(ranged.split_ends, bounds=vertex_bounds),
                                 serve=ranged.serve_map, assemble=ranged.filter_block, pins=self.pins,
                                 assemble_kwargs=kwargs)
@@ -174,27 +175,27 @@ class PartitionedRun(ResidentRun):
         """One partitioned round: map (done with the last filter) -> merge -> contract -> filter-edges."""
         c, rnd, key = self.client, st.rnd, self.builder.key
         t0 = time.perf_counter()
-        self.events.emit(round=rnd, phase="map", components=n_comp, edges=st.edges_left)
+        self.events.emit(round=rnd, phase=Phase.MAP, components=n_comp, edges=st.edges_left)
         R = bounds.shape[0] - 1
         rpins = self._range_pins(R)  # a range's tasks run where its owner is: only what is asked moves
         cands = merge_candidates(self, rnd, mapped, bounds)  # merge: per range, a tree of the chunks' candidates
         # contract: hook (mutual pairs found by asking the partner's owner), jump, number, relabel
-        hooked = self._exchange("hook", rnd, cands, cands, split=functools.partial(ranged.split_others, bounds=bounds),
+        hooked = self._exchange(Step.HOOK, rnd, cands, cands, split=functools.partial(ranged.split_others, bounds=bounds),
                                 serve=ranged.serve_edge_ids, assemble=ranged.hook)
         with Batch(c) as b:
-            parents = [b.submit(ranged.parents_of, h, key=key("parents", rnd, r), **rpins[r])
+            parents = [b.submit(ranged.parents_of, h, key=key(Step.PARENTS, rnd, r), **rpins[r])
                        for r, h in enumerate(hooked)]
-            chosen = [b.submit(ranged.chosen_of, h, key=key("chosen", rnd, r), **rpins[r])
+            chosen = [b.submit(ranged.chosen_of, h, key=key(Step.CHOSEN, rnd, r), **rpins[r])
                       for r, h in enumerate(hooked)]
         cands = hooked = None  # let go once used: arrays over a range (Dask counts parents, chosen twice while held)
         jumps, pending = 0, 1  # after hooking, some component points at a non-root unless all are roots
         while pending:
-            parents = self._exchange("jump", rnd, parents, parents,
+            parents = self._exchange(Step.JUMP, rnd, parents, parents,
                                      split=functools.partial(ranged.split_parents, bounds=bounds),
                                      serve=ranged.serve_parents, assemble=ranged.jump)
             jumps += 1
             with Batch(c) as b:
-                left = [b.submit(ranged.pending, p, key=key("jumped", rnd, f"{jumps}.{r}"), **rpins[r])
+                left = [b.submit(ranged.pending, p, key=key(Step.JUMPED, rnd, f"{jumps}.{r}"), **rpins[r])
                         for r, p in enumerate(parents)]
             pending = sum(c.gather(left))
         rmaps, n_next, finished = self._renumber(rnd, parents, bounds, finished)
@@ -203,12 +204,12 @@ class PartitionedRun(ResidentRun):
         # filter-edges: each chunk asks for its ids' new ids, takes the forest edges of its own edge ids,
         # and maps the next round
         with Batch(c) as b:
-            routes = [b.submit(ranged.route_chosen, ch, self.chunk_bounds, key=key("route", rnd, r), **rpins[r])
+            routes = [b.submit(ranged.route_chosen, ch, self.chunk_bounds, key=key(Step.ROUTE, rnd, r), **rpins[r])
                       for r, ch in enumerate(chosen)]
             # one task per range and chunk worker takes that worker's chunks' forest ids of the range
-            routed = [[b.submit(ranged.pick, rt, js, key=key("routed", rnd, f"{r}.{g}"), **rpins[r])
+            routed = [[b.submit(ranged.pick, rt, js, key=key(Step.ROUTED, rnd, f"{r}.{g}"), **rpins[r])
                        for g, js in enumerate(by_worker(self.pins))] for r, rt in enumerate(routes)]
-            found = [b.submit(len, ch, key=key("forest-count", rnd, r), **rpins[r]) for r, ch in enumerate(chosen)]
+            found = [b.submit(len, ch, key=key(Step.FOREST_COUNT, rnd, r), **rpins[r]) for r, ch in enumerate(chosen)]
         mapped, labels, nxt = self._filter(rnd, mapped, labels, rmaps, bounds, n_next, routed)
         end_round(self, st, "partitioned", (t0, t_contract), (n_comp, n_next), mapped, found, ranges=R)
         return mapped, labels, nxt, n_next, finished
@@ -219,17 +220,17 @@ class PartitionedRun(ResidentRun):
         c, key = self.client, self.builder.key
         rpins = self._range_pins(len(parents))
         with Batch(c) as b:
-            counted = [b.submit(ranged.counts, p, key=key("counts", rnd, r), **rpins[r]) for r, p in enumerate(parents)]
+            counted = [b.submit(ranged.counts, p, key=key(Step.COUNTS, rnd, r), **rpins[r]) for r, p in enumerate(parents)]
         counts = c.gather(counted)
         roots = np.array([a for a, _ in counts], np.int64)
         fins = np.array([b for _, b in counts], np.int64)
         root_off = np.concatenate([[0], np.cumsum(roots)[:-1]])
         fin_off = finished + np.concatenate([[0], np.cumsum(fins)[:-1]])
         with Batch(c) as b:
-            numbered = [b.submit(ranged.number, p, int(root_off[r]), int(fin_off[r]), key=key("number", rnd, r),
+            numbered = [b.submit(ranged.number, p, int(root_off[r]), int(fin_off[r]), key=key(Step.NUMBER, rnd, r),
                                  **rpins[r])
                         for r, p in enumerate(parents)]
-        rmaps = self._exchange("relabel", rnd, parents, numbered,
+        rmaps = self._exchange(Step.RELABEL, rnd, parents, numbered,
                                split=functools.partial(ranged.split_roots, bounds=bounds),
                                serve=ranged.serve_new_ids, assemble=ranged.relabel,
                                assemble_kwargs=[{"numbered": m} for m in numbered])
@@ -245,17 +246,17 @@ class PartitionedRun(ResidentRun):
             for i, j in enumerate(js):
                 kwargs[j] = {"n_next": n_next, "next_bounds": nxt, "chosen_at": i,
                              "chosen_bundles": [rt[g] for rt in routed or ()]}
-        mapped = self._exchange("filter", rnd, mapped, rmaps, split=functools.partial(ranged.split_ends, bounds=bounds),
+        mapped = self._exchange(Step.FILTER, rnd, mapped, rmaps, split=functools.partial(ranged.split_ends, bounds=bounds),
                                 serve=ranged.serve_map, assemble=ranged.filter_block, pins=self.pins,
                                 assemble_kwargs=kwargs)
-        labels = self._exchange("labels", rnd, labels, rmaps, split=functools.partial(ranged.split_live, bounds=bounds),
+        labels = self._exchange(Step.LABELS, rnd, labels, rmaps, split=functools.partial(ranged.split_live, bounds=bounds),
                                 serve=ranged.serve_map, assemble=ranged.follow)
         return mapped, labels, (nxt if nxt is not None else even_bounds(n_next, 1))
 
     def _base_case(self, st, mapped, finished):
         """The components left fit one worker: the resident run's solver finishes, its maps end the labels."""
         c, key = self.client, self.builder.key
-        chunks = [c.submit(ranged.chunk_of, m, key=key("base-chunk", st.rnd, i), **self.pins[i])
+        chunks = [c.submit(ranged.chunk_of, m, key=key(Step.BASE_CHUNK, st.rnd, i), **self.pins[i])
                   for i, m in enumerate(mapped)]
         prev = RoundRecord(chunks=ChunkStats(), contract=0.0, n_comp=st.n_comp, n_next=st.n_comp, n_finished=0,
                            finished_total=finished, forest_edges=0, map_bytes=0)
@@ -264,19 +265,19 @@ class PartitionedRun(ResidentRun):
         Solver(self).solve(sub, light=False)
         n_base = st.n_comp
         st.rnd, st.n_comp = sub.rnd, 0
-        base = c.submit(ranged.base_map, n_base, *sub.maps, key=key("base-map", st.rnd))
+        base = c.submit(ranged.base_map, n_base, *sub.maps, key=key(Step.BASE_MAP, st.rnd))
         self.labels_parts = self._exchange(
-            "labels", st.rnd, self.labels_parts, [base],
+            Step.LABELS, st.rnd, self.labels_parts, [base],
             split=functools.partial(ranged.split_live, bounds=np.array([0, n_base], np.int64)),
             serve=ranged.serve_map, assemble=ranged.follow)
-        ids = c.submit(tasks.forest_ids, *sub.chosen, key=key("base-forest", st.rnd))
-        routes = c.submit(ranged.route_chosen, ids, self.chunk_bounds, key=key("base-route", st.rnd))
-        return [c.submit(operator.getitem, routes, j, key=key("base-routed", st.rnd, j)) for j in range(len(mapped))]
+        ids = c.submit(tasks.forest_ids, *sub.chosen, key=key(Step.BASE_FOREST, st.rnd))
+        routes = c.submit(ranged.route_chosen, ids, self.chunk_bounds, key=key(Step.BASE_ROUTE, st.rnd))
+        return [c.submit(operator.getitem, routes, j, key=key(Step.BASE_ROUTED, st.rnd, j)) for j in range(len(mapped))]
 
     def _forest(self, rnd, mapped, base):
         """Each chunk's forest edge ids (with the base case's, ``base``), ascending."""
         with Batch(self.client) as b:
-            return [b.submit(ranged.forest_of, m, *([base[j]] if base else []), key=self.builder.key("forest", rnd, j),
+            return [b.submit(ranged.forest_of, m, *([base[j]] if base else []), key=self.builder.key(Step.FOREST, rnd, j),
                              **self.pins[j])
                     for j, m in enumerate(mapped)]
 
@@ -286,7 +287,7 @@ class PartitionedRun(ResidentRun):
         stats = self.stats
         stats.solve_seconds = time.perf_counter() - st.t_solve
         self._t_finish = time.perf_counter()
-        self.events.emit(round=st.rnd, phase="finish", components=0, edges=0)
+        self.events.emit(round=st.rnd, phase=Phase.FINISH, components=0, edges=0)
         labels, self.n_components = canonical_labels(self, st.rnd, self.labels_parts)
         return self.forest_futs, labels
 
@@ -295,14 +296,14 @@ class PartitionedRun(ResidentRun):
         c = self.client
         if self.spec.output is not None:
             return self._write_forest_parts(st, [[c.submit(tasks.chosen_rows, st.raws[i], st.offsets[i], f,
-                                                           key=self.builder.key("rows", st.rnd, i))]
+                                                           key=self.builder.key(Step.ROWS, st.rnd, i))]
                                                  for i, f in enumerate(ids_f)])
         parts = c.gather(ids_f)
         edge_ids = np.concatenate(parts) if parts else np.zeros(0, np.int64)
         g = self.g
         if g.in_memory and len(g.sources) == 1:
             return ForestOut.gathered(edge_ids, rows_from_arrays(g.sources[0], edge_ids))
-        rows = c.gather([c.submit(tasks.rows, raw, off, f, key=self.builder.key("rows", st.rnd, i))
+        rows = c.gather([c.submit(tasks.rows, raw, off, f, key=self.builder.key(Step.ROWS, st.rnd, i))
                          for i, (raw, off, f) in enumerate(zip(st.raws, st.offsets, ids_f))])
         if not rows:
             z = np.zeros(0, np.int64)
@@ -318,8 +319,8 @@ class PartitionedRun(ResidentRun):
                                               weight_dtype=np.dtype(self.g.weight_dtype))
         labels, sizes = None, None
         if self.spec.labels_output is None:
-            labels = [c.submit(ranged.labels_array, vl, key=key("kept-labels", 0, j)) for j, vl in enumerate(lab_f)]
-            sizes = c.gather([c.submit(len, p, key=key("kept-labels-size", 0, j)) for j, p in enumerate(labels)])
+            labels = [c.submit(ranged.labels_array, vl, key=key(Step.KEPT_LABELS, 0, j)) for j, vl in enumerate(lab_f)]
+            sizes = c.gather([c.submit(len, p, key=key(Step.KEPT_LABELS_SIZE, 0, j)) for j, p in enumerate(labels)])
         kept = KeptForest(c, frames, labels, n_vertices=self.g.n_vertices, id_dtype=np.int64,
                           weight_dtype=np.dtype(self.g.weight_dtype), forest_edges=n_forest, label_sizes=sizes)
         return kept, ForestOut(n_edges=n_forest, total=total), self.n_components
@@ -327,7 +328,7 @@ class PartitionedRun(ResidentRun):
     def _kept_rows(self, st, ids_f):
         """Futures of each chunk's forest rows ``(edge_id, src, dst, weight)``, where the chunk is."""
         c = self.client
-        return [c.submit(tasks.chosen_rows, st.raws[i], st.offsets[i], f, key=self.builder.key("kept-rows", st.rnd, i))
+        return [c.submit(tasks.chosen_rows, st.raws[i], st.offsets[i], f, key=self.builder.key(Step.KEPT_ROWS, st.rnd, i))
                 for i, f in enumerate(ids_f)]
 
     def write_labels(self, st, lab_f):
@@ -336,10 +337,10 @@ class PartitionedRun(ResidentRun):
         if self.spec.labels_output is not None:
             with writers.dataset_dir(self.spec.labels_output, self.spec.storage_options) as tmp:
                 written(c, [c.submit(ranged.write_labels_range, urls.join(tmp, writers.DATASET_PART.format(j)), vl,
-                                     key=self.builder.key("write-labels", 0, j), pure=False)
+                                     key=self.builder.key(Step.WRITE_LABELS, 0, j), pure=False)
                             for j, vl in enumerate(lab_f)])
             return None, self.n_components
-        parts = c.gather([c.submit(ranged.labels_array, vl, key=self.builder.key("labels-array", 0, j))
+        parts = c.gather([c.submit(ranged.labels_array, vl, key=self.builder.key(Step.LABELS_ARRAY, 0, j))
                           for j, vl in enumerate(lab_f)])
         labels = np.concatenate(parts) if parts else np.zeros(0, np.int64)
         return labels, self.n_components
@@ -354,8 +355,8 @@ def default_ranges(n, threads, min_memory, chunks):
     """How many ranges the component ids are cut into when ``mst.vertex-ranges`` is not set: one per worker
     thread at least (each contracts one at a time), and enough that a range's state is at most
     ``1 / RANGE_SHARE`` of the smallest worker; one per chunk where the workers' memory is not known.
-    Each range is a handful of tasks in every exchange, so no more than that: spread streaming 2^25
-    vertices on 8 workers of 1 GiB took 146 s with 16 ranges and 177 s with 64.
+    Each range is a handful of tasks in every exchange, so no more than that: ranges beyond what memory
+    asks for add tasks and make a run slower.
 
     >>> default_ranges(2**27, 8, 2**30, 128), default_ranges(2**25, 8, 2**30, 128), default_ranges(1000, 8, 2**30, 4)
     (64, 16, 8)
@@ -398,17 +399,17 @@ def merge_candidates(run, rnd, mapped, bounds):
         for r in range(R):
             lo, hi = int(bounds[r]), int(bounds[r + 1])
             level = [b.submit(ranged.merge_range_of, r, lo, hi, *[mapped[i] for i in js],
-                              key=key("cand", rnd, f"{g}.{r}"), **run.pins[js[0]])
+                              key=key(Step.CAND, rnd, f"{g}.{r}"), **run.pins[js[0]])
                      for g, js in enumerate(by_worker(run.pins))]
             if not level:  # a graph with no edge chunk
-                level = [b.submit(ranged.merge, lo, hi, key=key("merge", rnd, f"{r}.empty"), **rpins[r])]
+                level = [b.submit(ranged.merge, lo, hi, key=key(Step.MERGE, rnd, f"{r}.empty"), **rpins[r])]
             depth = 0
             while len(level) > 1:
                 level = [b.submit(ranged.merge, lo, hi, *level[j:j + k],
-                                  key=key("merge", rnd, f"{r}.{depth}.{j // k}"), **rpins[r])
+                                  key=key(Step.MERGE, rnd, f"{r}.{depth}.{j // k}"), **rpins[r])
                          for j in range(0, len(level), k)]
                 depth += 1
-            cands.append(b.submit(ranged.range_candidates, level[0], lo, hi, key=key("merged", rnd, r), **rpins[r]))
+            cands.append(b.submit(ranged.range_candidates, level[0], lo, hi, key=key(Step.MERGED, rnd, r), **rpins[r]))
     return cands
 
 
@@ -423,25 +424,25 @@ def canonical_labels(run, rnd, parts):
     keep the numbers and every range asks them for its own.
     """
     c, key = run.client, run.builder.key
-    n_fin = max(c.gather([c.submit(ranged.max_finished, vl, key=key("labels-max", rnd, r))
+    n_fin = max(c.gather([c.submit(ranged.max_finished, vl, key=key(Step.LABELS_MAX, rnd, r))
                           for r, vl in enumerate(parts)]), default=-1) + 1
     fb = even_bounds(n_fin, run.ranges_for(n_fin))
-    firsts = run._exchange("first", rnd, parts, [None] * (fb.shape[0] - 1),
+    firsts = run._exchange(Step.FIRST, rnd, parts, [None] * (fb.shape[0] - 1),
                            split=functools.partial(ranged.split_finished, bounds=fb),
                            serve=ranged.serve_firsts, assemble=ranged.firsts)
-    counts = c.gather([c.submit(ranged.count_firsts, f, key=key("first-count", rnd, j)) for j, f in enumerate(firsts)])
+    counts = c.gather([c.submit(ranged.count_firsts, f, key=key(Step.FIRST_COUNT, rnd, j)) for j, f in enumerate(firsts)])
     offsets = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
     fpins = run._range_pins(len(firsts))  # where the exchange left each range's firsts
     # what one worker's ranges push to owner r: one task per worker and owner, not per range and owner
     groups, opins = by_worker(fpins), run._range_pins(fb.shape[0] - 1)
     with Batch(c) as b:
-        pushed = [b.submit(ranged.numbered_parts, f, int(offsets[j]), fb, key=key("numbered", rnd, j), **fpins[j])
+        pushed = [b.submit(ranged.numbered_parts, f, int(offsets[j]), fb, key=key(Step.NUMBERED, rnd, j), **fpins[j])
                   for j, f in enumerate(firsts)]
         kept = [b.submit(ranged.keep_labels, int(fb[r]), int(fb[r + 1]),
                          *[b.submit(ranged.numbered_part, r, *[pushed[j] for j in js],
-                                    key=key("numbered-part", rnd, f"{g}.{r}"), **fpins[js[0]])
-                           for g, js in enumerate(groups)], key=key("numbered-kept", rnd, r), **opins[r])
+                                    key=key(Step.NUMBERED_PART, rnd, f"{g}.{r}"), **fpins[js[0]])
+                           for g, js in enumerate(groups)], key=key(Step.NUMBERED_KEPT, rnd, r), **opins[r])
                 for r in range(fb.shape[0] - 1)]
-    labels = run._exchange("canonical", rnd, firsts, kept, split=functools.partial(ranged.split_fids, bounds=fb),
+    labels = run._exchange(Step.CANONICAL, rnd, firsts, kept, split=functools.partial(ranged.split_fids, bounds=fb),
                            serve=ranged.serve_map, assemble=ranged.final_labels)
     return labels, int(sum(counts))
