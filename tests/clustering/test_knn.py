@@ -30,9 +30,16 @@ def test_kneighbors_graph_union_is_the_maximum_with_the_transpose():
     S = sp.triu(A.maximum(A.T), 1).tocoo()
     got = sorted(zip(*(a.tolist() for a in g.to_arrays())))
     assert got == sorted(zip(S.row.tolist(), S.col.tolist(), S.data.tolist()))
-    # the forest of the directed matrix read as parallel edges is the same forest
+    # the forest of the symmetrised graph, and of the directed matrix read as parallel edges, are SciPy's
+    # minimum spanning forest of the symmetrised matrix (no zero distance here for SciPy to drop)
+    from scipy.sparse.csgraph import minimum_spanning_tree
+
+    assert S.data.min() > 0
+    want = minimum_spanning_tree(A.maximum(A.T)).sum()
     direct = mst_dist.minimum_spanning_forest(mst_dist.Graph.from_scipy(A, symmetric=False))
-    assert mst_dist.minimum_spanning_forest(g).total_weight == pytest.approx(direct.total_weight)
+    for res in (mst_dist.minimum_spanning_forest(g), direct):
+        assert res.total_weight == pytest.approx(want, rel=1e-12)
+        assert res.forest_edges == minimum_spanning_tree(A.maximum(A.T)).nnz
 
 
 def test_from_points_and_duplicate_points():
