@@ -343,3 +343,21 @@ def test_isolated_vertices_are_noise_and_leave_the_rest_as_scikit_learn_clusters
     me = mst_dist.hdbscan(g, min_cluster_size=5, min_samples=3)
     assert np.isinf(me.core_distances_[1::2]).all() and np.all(me.labels_[1::2] == -1)
     np.testing.assert_array_equal(me.core_distances_[0::2], np.sort(D, axis=1)[:, 2])
+
+
+@pytest.mark.parametrize("k", [3, 8])
+def test_core_distances_of_a_knn_graph_are_exact_up_to_k_plus_one(client2, tmp_path, k):
+    """Documented: on a kNN graph the core distances are exact for ``min_samples <= k + 1``; checked
+    against brute force over every pair of points, in memory and on the workers."""
+    from mst_dist.clustering import from_points
+
+    X = np.random.default_rng(k).normal(size=(300, 3))
+    D = squareform(pdist(X))
+    brute = np.sort(D, axis=1)  # column 0: the point itself
+    knn = from_points(X, k)
+    mst_dist.write_graph(knn, tmp_path / "knn.parquet")
+    there = mst_dist.read(tmp_path / "knn.parquet", client=client2, n_vertices=knn.n_vertices)
+    for ms in range(1, k + 2):
+        for g in (knn, there):
+            got = mst_dist.hdbscan(g, min_cluster_size=5, min_samples=ms, client=client2).core_distances_
+            np.testing.assert_allclose(got, brute[:, ms - 1], rtol=1e-12, atol=0, err_msg=f"min_samples={ms}")
