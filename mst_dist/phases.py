@@ -172,11 +172,9 @@ class ExchangeStage(_Name):
     """A task of one exchange between the tasks asking for ids and the owners of their ranges."""
 
     SPLIT = "split"            #: a requester's ids, sorted and cut by owner
-    ASK = "ask"                #: one worker's requests for one worker's owners
     READY = "ready"            #: where a worker's requests are
     ASKED = "asked"            #: where every request is
     SERVE = "serve"            #: an owner answers what it was asked
-    REPLY = "reply"            #: one worker's owners' answers for one worker's requesters
     DONE = "done"              #: where a worker's answers are
     ANSWERED = "answered"      #: where every answer is
     ASSEMBLE = "assemble"      #: a requester puts its answers back in its ids' order
