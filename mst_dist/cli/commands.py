@@ -29,6 +29,7 @@ from mst_dist.cli.parser import build_parser, generator_params, run_config_from_
 from mst_dist.cli.summary import print_summary
 from mst_dist.errors import (CheckpointMismatchError, ClusterStalledError, ConfigError, GPUUnavailableError,
                              InvalidGraphError, MSTError, SharedStorageError)
+from mst_dist.phases import Phase
 
 __all__ = ["main", "build_parser", "run_config_from_args", "build_graph", "make_client", "print_summary",
            "EXITS", "exit_for"]
@@ -171,12 +172,12 @@ def _local_gpu(cfg):
 
 
 def _progress(event):
-    if event.get("phase") == "compile":
+    if event.get("phase") == Phase.COMPILE:
         from mst_dist.diagnostics.progress import format_event
 
         logger.info("%s", format_event(event))
         return
-    if event.get("phase") == "pass":
+    if event.get("phase") == Phase.PASS:
         from dask.utils import format_bytes
 
         logger.info("%-8s %6s of %s chunks %14s read  (%.2fs)", event.get("pass"),
