@@ -348,3 +348,84 @@ def test_saved_forest_parts_are_cut_again_by_the_chunks_of_now(tmp_path):
     for lo, hi in [(0, 30), (5, 25), (10, 20), (29, 30), (30, 40)]:
         got = checkpoint.read_forest_part(str(tmp_path), saved_bounds, lo, hi)
         assert got.tolist() == [i for i in ids.tolist() if lo <= i < hi]
+
+
+# ---------------------------------------------------------------------------
+# failure paths: a save that fails part-way, another version, a missing state
+# ---------------------------------------------------------------------------
+
+#: Each kind of run: the file of its second save to fail, the settings and options that make the kind,
+#: the files of a whole state.
+FAILING_SAVES = {
+    "resident": ("labels.npy", {}, dict(partitions=3, local_finish=0), ["forest.npy", "labels.npy"]),
+    "partitioned": ("labels-2.npy", {"mst.vertex-base": 0, "mst.vertex-ranges": 4},
+                    dict(partitions=3, local_finish=0, vertex_partition="always"),
+                    [f"labels-{r}.npy" for r in range(4)] + [f"forest-{j}.npy" for j in range(3)]),
+}
+
+
+@pytest.mark.parametrize("kind", list(FAILING_SAVES))
+def test_a_part_that_fails_to_write_leaves_the_last_whole_state(client2, tmp_path, monkeypatch, kind):
+    """A save one of whose files cannot be written (for a partitioned run, the third range's labels only)
+    fails the run with the writer's error; the manifest still names the state saved before, whole,
+    nothing half-written is left beside it, and the next run goes on from it to Kruskal's forest."""
+    import dask
+
+    from mst_dist.engine import checkpoint
+
+    failing, settings, opts, files = FAILING_SAVES[kind]
+    g = sparse_graph(seed=11, n=3000, m=2600)
+    real, states = checkpoint._save, []
+
+    def broken(directory, name, a):
+        if str(directory) not in states:
+            states.append(str(directory))
+        if name == failing and states.index(str(directory)) == 1:
+            raise OSError(f"the disk refused {name} of the second save")
+        return real(directory, name, a)
+
+    ck = tmp_path / "ck"
+    with dask.config.set(settings):
+        monkeypatch.setattr(checkpoint, "_save", broken)
+        with pytest.raises(OSError, match=f"refused {failing} of the second save"):
+            mst_dist.minimum_spanning_forest(g, client2, checkpoint=ck, **opts)
+        monkeypatch.undo()
+        saved = manifest(ck)
+        assert saved["saves"] == 1 and not saved["complete"]
+        assert sorted(os.listdir(ck)) == [MANIFEST, saved["state"]]  # no hidden half-written state
+        assert sorted(os.listdir(ck / saved["state"])) == sorted(files)
+        res = mst_dist.minimum_spanning_forest(g, client2, checkpoint=ck, **opts)
+    assert_result(res, expected(g))
+    assert res.stats.resumed_from == saved["round"]
+
+
+def _stopped(client, ck, g, **opts):
+    with pytest.raises(Preempted):
+        mst_dist.minimum_spanning_forest(g, client, checkpoint=ck, progress=stop_at(phase="map", round=2), **opts)
+    return manifest(ck)
+
+
+def test_a_checkpoint_of_another_version_is_refused_unless_started_over(client, tmp_path):
+    g = mst_dist.generate("grid", rows=30, cols=30, seed=4)
+    saved = _stopped(client, tmp_path, g, local_finish=0)
+    (tmp_path / MANIFEST).write_text(json.dumps({**saved, "version": 99}))
+    with pytest.raises(CheckpointMismatchError, match=r"written by another version of mst-dist \(format 99, "
+                                                      r"this one reads 1\); start over with resume=False") as e:
+        mst_dist.minimum_spanning_forest(g, client, checkpoint=tmp_path, local_finish=0)
+    assert str(tmp_path) in str(e.value)
+    assert json.loads((tmp_path / MANIFEST).read_text())["version"] == 99  # refused, and left as it was
+    res = mst_dist.minimum_spanning_forest(g, client, checkpoint=tmp_path, local_finish=0, resume=False)
+    assert_result(res, expected(g))
+    assert res.stats.resumed_from is None and os.listdir(tmp_path) == []
+
+
+def test_a_manifest_whose_state_is_missing_is_refused(client, tmp_path):
+    import shutil
+
+    g = mst_dist.generate("grid", rows=30, cols=30, seed=5)
+    saved = _stopped(client, tmp_path, g, local_finish=0)
+    shutil.rmtree(tmp_path / saved["state"])
+    with pytest.raises(CheckpointMismatchError, match=rf"its manifest names '{saved['state']}', which is missing"):
+        mst_dist.minimum_spanning_forest(g, client, checkpoint=tmp_path, local_finish=0)
+    res = mst_dist.minimum_spanning_forest(g, client, checkpoint=tmp_path, local_finish=0, resume=False)
+    assert_result(res, expected(g))
