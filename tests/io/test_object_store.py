@@ -260,6 +260,38 @@ def test_streamed_checkpoint_on_s3_resumes_after_a_pass(s3, pclient):
     assert _names(fs, prefix) == []
 
 
+def test_spread_streamed_checkpoint_on_s3_resumes_after_a_pass(s3, pclient):
+    """A streaming run with its vertex map spread, checkpointed on S3: each range's labels and each chunk's
+    forest ids and rows written by the workers under the prefix, and the resumed run Kruskal's forest."""
+    import dask
+
+    options, fs = s3
+    rng = np.random.default_rng(9)
+    n, m = 1500, 2000
+    g = mst_dist.Graph.from_arrays(rng.integers(0, n, m), rng.integers(0, n, m), rng.integers(0, 50, m),
+                                   n_vertices=n)
+    want = expected(g)
+    ck, prefix = f"s3://{BUCKET}/ck/spread", f"{BUCKET}/ck/spread"
+    opts = dict(partitions=3, local_finish=0, vertex_partition="always", stream="always", storage_options=options)
+    with dask.config.set({"mst.vertex-base": 300, "mst.vertex-ranges": 4, "mst.slice-edges": 700}):
+        with pytest.raises(Preempted):
+            mst_dist.minimum_spanning_forest(g, pclient, checkpoint=ck, progress=_stop_at(**{"pass": "pass 2"}),
+                                             **opts)
+        saved = _manifest(fs, prefix)
+        assert saved["mode"] == "spread-stream" and saved["passes"] == 1 and saved["rows"]
+        assert _names(fs, f"{prefix}/{saved['state']}") == sorted(
+            [f"labels-{r}.npy" for r in range(4)] + [f"forest-{j}.npy" for j in range(3)] +
+            [f"rows-{j}-{c}.npy" for j in range(3) for c in ("dst", "edge_id", "src", "weight")])
+        events = []
+        res = mst_dist.minimum_spanning_forest(g, pclient, checkpoint=ck, progress=events.append, **opts)
+    np.testing.assert_array_equal(res.edge_ids, want.edge_ids)
+    np.testing.assert_array_equal(res.weight, want.weight)
+    assert res.n_components == want.n_components and res.total_weight == want.total
+    assert res.stats.kind == "spread-streaming" and res.stats.resumed_from is not None
+    assert "pass 1" not in {ev.get("pass") for ev in events}  # the saved pass was not read again
+    assert _names(fs, prefix) == []
+
+
 def test_saved_rows_read_back_by_ranges_from_s3(s3, monkeypatch):
     """A large saved column is not read whole: a binary search of ranged reads finds the same rows."""
     from mst_dist.engine import checkpoint
