@@ -29,12 +29,15 @@ futures of them, held until the last ``assemble`` has finished.  A pull
 that does not find a key where the exchange left it (moved, lost with a
 worker, or released since: an ``assemble`` recomputed after its worker
 died) asks for its piece as a task on the key, which Dask runs where the
-key is, recomputing it from its lineage where it is gone.  The functions that run on the workers for each
+key is, recomputing it from its lineage where it is gone.  The same
+all-to-all (:func:`pull_all`) takes each range's share of the chunks'
+candidates to the range.  The functions that run on the workers for each
 kind of exchange are in :mod:`mst_dist.engine.ranged`.
 """
 from __future__ import annotations
 
 import asyncio
+import functools
 import uuid
 import weakref
 
@@ -56,7 +59,7 @@ _registered = weakref.WeakKeyDictionary()  # client -> its scheduler's address, 
 
 
 def exchange(client, key, requests, owners, *, serve, assemble, split, pins=None, owner_pins=None,
-             assemble_kwargs=None):
+             assemble_kwargs=None, items=None, item_pins=None):
     """Submit one exchange; futures of the ``J`` assembled answers (one per request, in order).
 
     ``requests``: futures (or values) the ``split`` function takes first;
@@ -64,31 +67,49 @@ def exchange(client, key, requests, owners, *, serve, assemble, split, pins=None
     them with one answer per requester (parts in requester order);
     ``assemble(request, split_out, *answers, **assemble_kwargs[j])`` gives
     the requester's result from the owners' answers in owner order (the
-    keyword values may hold futures).  ``pins``/``owner_pins``: the
-    ``submit`` keywords placing each requester/owner (see
+    keyword values may hold futures).  ``items``: futures of lists with one
+    entry per requester, of which requester ``j`` takes its own entries as
+    the ``items`` keyword of ``assemble`` (pulled as the answers are; placed
+    by ``item_pins``).  ``pins``/``owner_pins``: the ``submit`` keywords
+    placing each requester/owner (see
     :func:`~mst_dist.engine.placement.pin`); ``key(stage, index)`` names the tasks.
     """
-    ensure_plugin(client)
     J, R = len(requests), len(owners)
     pins = pins or [{}] * J
     owner_pins = owner_pins or [{}] * R
     kwargs = assemble_kwargs or [{}] * J
     with Batch(client) as b:  # one graph for the exchange's stages
         splits = [b.submit(split, req, key=key("split", j), **pins[j]) for j, req in enumerate(requests)]
-        ready = [b.submit(_here, [(j, splits[j].key) for j in js], *[splits[j] for j in js], key=key("ready", g),
-                          **pins[js[0]])
-                 for g, js in enumerate(by_worker(pins))]
-        asked = b.submit(_where, *ready, key=key("asked", 0))
-        served = [b.submit(_serve, serve, owner, r, J, asked, key=key("serve", r), **owner_pins[r])
-                  for r, owner in enumerate(owners)]
-        done = [b.submit(_here, [(r, served[r].key) for r in rs], *[served[r] for r in rs], key=key("done", h),
-                         **owner_pins[rs[0]])
-                for h, rs in enumerate(by_worker(owner_pins))]
-        answered = b.submit(_where, *done, key=key("answered", 0))
-        out = [b.submit(_assemble, assemble, requests[j], splits[j], j, R, answered,
-                        key=key("assemble", j), **pins[j], **kwargs[j])
-               for j in range(J)]
-    _hold_until_done(served, out)
+        served = pull_all(b, key, splits, pins, functools.partial(_serve, serve, J), [(o,) for o in owners],
+                          owner_pins, how="part", stages=("ready", "asked", "serve"))
+        held = served + list(items or ())  # what the requesters pull: answers, then items
+        out = pull_all(b, key, held, owner_pins + list(item_pins or [{}] * len(items or ())),
+                       functools.partial(_assemble, assemble, R, items is not None),
+                       [(requests[j], splits[j]) for j in range(J)], pins, how="item",
+                       stages=("done", "answered", "assemble"), kwargs=kwargs)
+    return out
+
+
+def pull_all(b, key, sources, source_pins, consume, args, pins, *, how, stages, kwargs=None):
+    """Submit to batch ``b`` one task per entry of ``args``: task ``i`` calls
+    ``consume(*args[i], *pieces, **kwargs[i])``, ``pieces`` its own piece of each of ``sources``
+    (``source.part(i)`` for ``how="part"``, ``source[i]`` for ``"item"``) in order, pulled from the
+    workers holding them; futures of the results.
+
+    The all-to-all under every exchange: besides the tasks of ``args``, one
+    task per worker holding sources (``stages[0]``: where they are) and one
+    barrier (``stages[1]``); the tasks of ``args`` are ``stages[2]``, placed
+    by ``pins``.  The sources are held until every result is in.
+    """
+    ensure_plugin(b.client)
+    kwargs = kwargs or [{}] * len(args)
+    here = [b.submit(_here, [(i, sources[i].key) for i in js], *[sources[i] for i in js], key=key(stages[0], g),
+                     **source_pins[js[0]])
+            for g, js in enumerate(by_worker(source_pins))]
+    where = b.submit(_where, *here, key=key(stages[1], 0))
+    out = [b.submit(_consume, consume, i, how, where, *a, key=key(stages[2], i), **pins[i], **kwargs[i])
+           for i, a in enumerate(args)]
+    _hold_until_done(list(sources), out)
     return out
 
 
@@ -124,7 +145,7 @@ def ensure_plugin(client):
 
 def _hold_until_done(served, out):
     """Keep the owners' answers until every requester has taken its own: the futures of ``served`` live
-    as long as one of ``out`` is unfinished (and is still wanted: a caller letting ``out`` go frees them)."""
+    as long as one of ``out`` is unfinished."""
     left = [len(out)]
 
     def one_done(_):
@@ -187,19 +208,25 @@ def _where(*heres):
     return sorted((i, k, address) for address, keyed in heres for i, k in keyed)
 
 
-def _serve(serve, owner, r, J, asked):
-    """Owner ``r``: its part of every split (``J`` of them), pulled from the workers holding them, answered."""
-    parts = _pull(asked, r, "part")
-    answers = serve(owner, *[parts[k] for _, k, _ in asked])
+def _consume(consume, i, how, where, *args, **kwargs):
+    """Task ``i`` of :func:`pull_all`: its piece of every source, pulled, then ``consume``."""
+    got = _pull(where, i, how)
+    return consume(*args, *[got[k] for _, k, _ in where], **kwargs)
+
+
+def _serve(serve, J, owner, *parts):
+    """An owner answers its part of every split (``J`` of them), in requester order."""
+    answers = serve(owner, *parts)
     if len(answers) != J:
         raise RuntimeError(f"an owner answered {len(answers)} requesters of {J}")
     return [narrow(a) for a in answers]  # int32 on the wire where they fit; assembled as int64
 
 
-def _assemble(assemble, request, split_out, j, R, answered, **kwargs):
-    """Requester ``j``: its answer from each of the ``R`` owners, pulled from their workers, assembled."""
-    got = _pull(answered, j, "item")
-    return assemble(request, split_out, *[got[k] for _, k, _ in answered], **kwargs)
+def _assemble(assemble, R, with_items, request, split_out, *pieces, **kwargs):
+    """A requester's answers from the ``R`` owners (then its items), assembled."""
+    if with_items:
+        kwargs["items"] = pieces[R:]
+    return assemble(request, split_out, *pieces[:R], **kwargs)
 
 
 def _pull(located, index, how):

@@ -170,9 +170,15 @@ def merge_range_of(r, lo, hi, *mapped):
     return merge(lo, hi, *[m[1][r] for m in mapped])
 
 
-def pick(parts, at):
-    """``parts[i]`` for each ``i`` of ``at``: one worker's share of a list cut by chunk."""
-    return [parts[i] for i in at]
+def merge_ranges_of(bounds, *mapped):
+    """Every range's candidates of some chunks (one worker's) combined, range by range: the first level of
+    each range's merge, which the range's owner takes its own entry of."""
+    return [merge_range_of(r, int(bounds[r]), int(bounds[r + 1]), *mapped) for r in range(bounds.shape[0] - 1)]
+
+
+def merged_range(lo, hi, *tables):
+    """A range's candidates from every worker's chunks combined: the cheapest edge of each component."""
+    return range_candidates(merge(lo, hi, *tables), lo, hi)
 
 
 def merge(lo, hi, *tables):
@@ -330,17 +336,16 @@ def serve_map(m, *parts):
 serve_new_ids = serve_map
 
 
-def filter_block(mapped, split_out, *answers, n_next, next_bounds, chosen_bundles, chosen_at):
+def filter_block(mapped, split_out, *answers, n_next, next_bounds, items=()):
     """Relabel a chunk by the round map, drop self-loops and all but the lightest of parallel edges, keep
     its forest edges, map the next round.
 
-    ``chosen_bundles``: per range, the lists :func:`pick` made of the
-    round's forest edge ids for this chunk's worker; this chunk's (those in
-    its edge id range) are at ``chosen_at`` of each.  The edges stay in the
-    ``(key, eid)`` order.  Returns ``(Block, candidate parts for
-    next_bounds)``, as :func:`prepare` does.
+    ``items``: this chunk's forest edge ids of the round, one array per
+    range (each range's :func:`route_chosen`, taken by the exchange).  The
+    edges stay in the ``(key, eid)`` order.  Returns ``(Block, candidate
+    parts for next_bounds)``, as :func:`prepare` does.
     """
-    chosen_parts = [b[chosen_at] for b in chosen_bundles]
+    chosen_parts = list(items)
     block = mapped[0]
     kern = block.kernels()
     new = vr.answers_of(split_out, answers)  # the new id of each of the split's ids
@@ -463,6 +468,11 @@ def local_pairs_of(r, *contracted):
     return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
 
+def local_pairs_all(R, *contracted):
+    """Each of the ``R`` ranges' contracted vertices of some chunks (one worker's), with their representatives."""
+    return [local_pairs_of(r, *contracted) for r in range(R)]
+
+
 def local_parents(lo, hi, *pairs):
     """The parents of the vertices ``[lo, hi)`` after local contraction: a contracted vertex's is its
     representative (a root: it was contracted into nothing), every other vertex is a root."""
@@ -580,6 +590,10 @@ class Numbered(NamedTuple):
     labels: np.ndarray
     cuts: np.ndarray
 
+    def part(self, r):
+        """Owner ``r``'s ``(ids, labels)``."""
+        return self.ids[self.cuts[r]:self.cuts[r + 1]], self.labels[self.cuts[r]:self.cuts[r + 1]]
+
 
 def numbered_parts(f, offset, bounds):
     """The labels this range gives its first-seen finished ids, cut by the owners of the ids.
@@ -592,12 +606,6 @@ def numbered_parts(f, offset, bounds):
     order = np.argsort(mine, kind="stable")
     mine, lab = mine[order], lab[order]
     return Numbered(mine, lab, np.searchsorted(mine, bounds))
-
-
-def numbered_part(r, *nbs):
-    """Owner ``r``'s part of some :class:`Numbered` (one worker's ranges of vertices): ``(ids, labels)``."""
-    return (np.concatenate([nb.ids[nb.cuts[r]:nb.cuts[r + 1]] for nb in nbs]),
-            np.concatenate([nb.labels[nb.cuts[r]:nb.cuts[r + 1]] for nb in nbs]))
 
 
 def keep_labels(lo, hi, *parts):

@@ -229,7 +229,7 @@ class HeldInRound(Held):
     step) starts."""
 
     name = "mst-test-held-in-round"
-    KEPT = ("merged", "hook-assemble")
+    KEPT = ("cand-serve", "hook-assemble")
     AT = ("labels-assemble",)
 
 

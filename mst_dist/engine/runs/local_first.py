@@ -28,7 +28,7 @@ import time
 
 from mst_dist.engine import ranged
 from mst_dist.engine.batch import Batch
-from mst_dist.engine.exchange import by_worker
+from mst_dist.engine.exchange import by_worker, pull_all
 from mst_dist.engine.runs.round_end import end_round
 from mst_dist.kernels.vertex_ranges import even_bounds
 from mst_dist.phases import Phase, Step
@@ -87,13 +87,15 @@ def contract_locally(run, st):
     with Batch(c) as b:
         contracted = [b.submit(ranged.contract_block, t, n, bounds, key=key(Step.LOCAL_CONTRACT, rnd, i), **run.pins[i])
                       for i, t in enumerate(touched)]
-        # the contracted vertices to the owners of their ranges: one task per range and chunk worker
-        parents = [b.submit(ranged.local_parents, int(bounds[r]), int(bounds[r + 1]),
-                            *[b.submit(ranged.local_pairs_of, r, *[contracted[j] for j in js],
-                                       key=key(Step.LOCAL_PAIRS, rnd, f"{g}.{r}"), **run.pins[js[0]])
-                              for g, js in enumerate(groups)],
-                            key=key(Step.LOCAL_PARENTS, rnd, r), **rpins[r])
-                   for r in range(bounds.shape[0] - 1)]
+        # the contracted vertices of each worker's chunks cut by range there, each range's owner takes its own
+        R = bounds.shape[0] - 1
+        pkey = run._key(Step.LOCAL_PAIRS, rnd)
+        pairs = [b.submit(ranged.local_pairs_all, R, *[contracted[j] for j in js], key=pkey("split", g),
+                          **run.pins[js[0]])
+                 for g, js in enumerate(groups)]
+        parents = pull_all(b, pkey, pairs, [run.pins[js[0]] for js in groups], ranged.local_parents,
+                           [(int(bounds[r]), int(bounds[r + 1])) for r in range(R)], rpins,
+                           how="item", stages=("ready", "asked", "serve"))
     rmaps, n_next, finished = run._renumber(rnd, parents, bounds, 0)
     t_contract = time.perf_counter()
     mapped, labels, nxt = run._filter(rnd, contracted, labels, rmaps, bounds, n_next)

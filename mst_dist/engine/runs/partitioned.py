@@ -30,7 +30,7 @@ from distributed import Future
 
 from mst_dist.engine import ranged, tasks
 from mst_dist.engine.batch import Batch
-from mst_dist.engine.exchange import by_requester, by_worker, exchange
+from mst_dist.engine.exchange import by_requester, by_worker, exchange, pull_all
 from mst_dist.engine.placement import pin
 from mst_dist.engine.records import ChunkStats, RoundRecord
 from mst_dist.engine.runs.base import ForestOut
@@ -161,7 +161,7 @@ class PartitionedRun(ResidentRun):
         loaded = [c.submit(ranged.prepare_resumed, raw, off, n, forest[i], backend=self.spec.backend,
                            key=key(Step.RESUME_PREPARE, saved.round, i), **self.pins[i])
                   for i, (raw, off) in enumerate(zip(st.raws, st.offsets))]
-        kwargs = [{"n_next": n_comp, "next_bounds": nxt, "chosen_bundles": [], "chosen_at": 0}] * len(loaded)
+        kwargs = [{"n_next": n_comp, "next_bounds": nxt}] * len(loaded)
         mapped = self._exchange(Step.RESUME, saved.round, loaded, labels,
                                 split=functools.partial(ranged.split_ends, bounds=vertex_bounds),
                                 serve=ranged.serve_map, assemble=ranged.filter_block, pins=self.pins,
@@ -206,11 +206,8 @@ class PartitionedRun(ResidentRun):
         with Batch(c) as b:
             routes = [b.submit(ranged.route_chosen, ch, self.chunk_bounds, key=key(Step.ROUTE, rnd, r), **rpins[r])
                       for r, ch in enumerate(chosen)]
-            # one task per range and chunk worker takes that worker's chunks' forest ids of the range
-            routed = [[b.submit(ranged.pick, rt, js, key=key(Step.ROUTED, rnd, f"{r}.{g}"), **rpins[r])
-                       for g, js in enumerate(by_worker(self.pins))] for r, rt in enumerate(routes)]
             found = [b.submit(len, ch, key=key(Step.FOREST_COUNT, rnd, r), **rpins[r]) for r, ch in enumerate(chosen)]
-        mapped, labels, nxt = self._filter(rnd, mapped, labels, rmaps, bounds, n_next, routed)
+        mapped, labels, nxt = self._filter(rnd, mapped, labels, rmaps, bounds, n_next, routes)
         end_round(self, st, "partitioned", (t0, t_contract), (n_comp, n_next), mapped, found, ranges=R)
         return mapped, labels, nxt, n_next, finished
 
@@ -236,19 +233,16 @@ class PartitionedRun(ResidentRun):
                                assemble_kwargs=[{"numbered": m} for m in numbered])
         return rmaps, int(roots.sum()), finished + int(fins.sum())
 
-    def _filter(self, rnd, mapped, labels, rmaps, bounds, n_next, routed=None):
-        """filter-edges: each chunk relabelled by the round maps (with its forest edges of ``routed``:
-        per range, per chunk worker) and mapped for the next round; the labels follow.
+    def _filter(self, rnd, mapped, labels, rmaps, bounds, n_next, routes=None):
+        """filter-edges: each chunk relabelled by the round maps (with its forest edges, which it takes from
+        each range's ``routes`` in the same exchange) and mapped for the next round; the labels follow.
         ``(chunks, labels, next bounds)``."""
         nxt = next_bounds(self, n_next)
-        kwargs = [None] * len(mapped)
-        for g, js in enumerate(by_worker(self.pins)):
-            for i, j in enumerate(js):
-                kwargs[j] = {"n_next": n_next, "next_bounds": nxt, "chosen_at": i,
-                             "chosen_bundles": [rt[g] for rt in routed or ()]}
+        kwargs = [{"n_next": n_next, "next_bounds": nxt}] * len(mapped)
         mapped = self._exchange(Step.FILTER, rnd, mapped, rmaps, split=functools.partial(ranged.split_ends, bounds=bounds),
                                 serve=ranged.serve_map, assemble=ranged.filter_block, pins=self.pins,
-                                assemble_kwargs=kwargs)
+                                assemble_kwargs=kwargs, items=routes,
+                                item_pins=None if routes is None else self._range_pins(len(routes)))
         labels = self._exchange(Step.LABELS, rnd, labels, rmaps, split=functools.partial(ranged.split_live, bounds=bounds),
                                 serve=ranged.serve_map, assemble=ranged.follow)
         return mapped, labels, (nxt if nxt is not None else even_bounds(n_next, 1))
@@ -390,27 +384,17 @@ def chunk_pins(client, places, raws):
 
 
 def merge_candidates(run, rnd, mapped, bounds):
-    """merge: per range, a tree reduction of the chunks' candidates (those of one worker's chunks merged
-    there first); futures of each range's merged candidates, on its owner."""
-    key, R = run.builder.key, bounds.shape[0] - 1
-    rpins, k = run._range_pins(R), run.spec.split_every
-    cands = []
+    """merge: the candidates of each worker's chunks combined there, range by range, then each range's
+    owner takes its share from every worker (:func:`~mst_dist.engine.exchange.pull_all`) and combines
+    them; futures of each range's merged candidates, on its owner."""
+    key, R, groups = run._key(Step.CAND, rnd), bounds.shape[0] - 1, by_worker(run.pins)
     with Batch(run.client) as b:
-        for r in range(R):
-            lo, hi = int(bounds[r]), int(bounds[r + 1])
-            level = [b.submit(ranged.merge_range_of, r, lo, hi, *[mapped[i] for i in js],
-                              key=key(Step.CAND, rnd, f"{g}.{r}"), **run.pins[js[0]])
-                     for g, js in enumerate(by_worker(run.pins))]
-            if not level:  # a graph with no edge chunk
-                level = [b.submit(ranged.merge, lo, hi, key=key(Step.MERGE, rnd, f"{r}.empty"), **rpins[r])]
-            depth = 0
-            while len(level) > 1:
-                level = [b.submit(ranged.merge, lo, hi, *level[j:j + k],
-                                  key=key(Step.MERGE, rnd, f"{r}.{depth}.{j // k}"), **rpins[r])
-                         for j in range(0, len(level), k)]
-                depth += 1
-            cands.append(b.submit(ranged.range_candidates, level[0], lo, hi, key=key(Step.MERGED, rnd, r), **rpins[r]))
-    return cands
+        tables = [b.submit(ranged.merge_ranges_of, bounds, *[mapped[i] for i in js], key=key("split", g),
+                           **run.pins[js[0]])
+                  for g, js in enumerate(groups)]
+        return pull_all(b, key, tables, [run.pins[js[0]] for js in groups], ranged.merged_range,
+                        [(int(bounds[r]), int(bounds[r + 1])) for r in range(R)], run._range_pins(R),
+                        how="item", stages=("ready", "asked", "serve"))
 
 
 def canonical_labels(run, rnd, parts):
@@ -433,16 +417,14 @@ def canonical_labels(run, rnd, parts):
     counts = c.gather([c.submit(ranged.count_firsts, f, key=key(Step.FIRST_COUNT, rnd, j)) for j, f in enumerate(firsts)])
     offsets = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
     fpins = run._range_pins(len(firsts))  # where the exchange left each range's firsts
-    # what one worker's ranges push to owner r: one task per worker and owner, not per range and owner
-    groups, opins = by_worker(fpins), run._range_pins(fb.shape[0] - 1)
+    R = fb.shape[0] - 1
     with Batch(c) as b:
         pushed = [b.submit(ranged.numbered_parts, f, int(offsets[j]), fb, key=key(Step.NUMBERED, rnd, j), **fpins[j])
                   for j, f in enumerate(firsts)]
-        kept = [b.submit(ranged.keep_labels, int(fb[r]), int(fb[r + 1]),
-                         *[b.submit(ranged.numbered_part, r, *[pushed[j] for j in js],
-                                    key=key(Step.NUMBERED_PART, rnd, f"{g}.{r}"), **fpins[js[0]])
-                           for g, js in enumerate(groups)], key=key(Step.NUMBERED_KEPT, rnd, r), **opins[r])
-                for r in range(fb.shape[0] - 1)]
+        # each owner takes its part of every range's numbers, worker to worker
+        kept = pull_all(b, run._key(Step.NUMBERED_PART, rnd), pushed, fpins, ranged.keep_labels,
+                        [(int(fb[r]), int(fb[r + 1])) for r in range(R)], run._range_pins(R),
+                        how="part", stages=("ready", "asked", "serve"))
     labels = run._exchange(Step.CANONICAL, rnd, firsts, kept, split=functools.partial(ranged.split_fids, bounds=fb),
                            serve=ranged.serve_map, assemble=ranged.final_labels)
     return labels, int(sum(counts))

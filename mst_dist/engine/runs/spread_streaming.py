@@ -120,7 +120,7 @@ class SpreadStreamingRun(SlicedPasses, PartitionedRun):
         rows) that join two components.  ``(each chunk mapped for the first round, its rows)``."""
         c, key, n = self.client, self.builder.key, len(st.inputs)
         nxt = next_bounds(self, n_live)
-        kwargs = {"n_next": n_live, "next_bounds": nxt, "chosen_bundles": [], "chosen_at": 0}
+        kwargs = {"n_next": n_live, "next_bounds": nxt}
         split = functools.partial(ranged.split_ends, bounds=self.vertex_bounds)
         mapped, rows, pins, recs = [None] * n, [None] * n, [None] * n, []
         name, t0, per = f"pass {k}", time.perf_counter(), max(1, -(-n // max(1, waves)))
