@@ -8,7 +8,8 @@ from mst_dist.engine.keys import parse_key
 
 
 class KillAtPhase(WorkerPlugin):
-    """SIGKILL the worker process when a task of ``phase`` (a key's name: ``map``, ``local``, ``hook-serve``, ...) starts.
+    """SIGKILL the worker process when a task named ``name`` (a key's name: ``map``, ``local``, ``hook-serve``, ...)
+    starts.
 
     With ``once`` (a path), only the first such task anywhere kills its
     worker: the file is created before the kill, and a worker that finds it
@@ -16,15 +17,15 @@ class KillAtPhase(WorkerPlugin):
     its worker, so the task never finishes.
     """
 
-    def __init__(self, phase, once=None):
-        self.phase = phase
+    def __init__(self, name, once=None):
+        self.task_name = name
         self.once = once
 
     def transition(self, key, start, finish, **kwargs):
         if finish != "executing":
             return
         k = parse_key(key)
-        if k is None or k.name != self.phase:
+        if k is None or k.name != self.task_name:
             return
         if self.once is not None:
             try:
