@@ -22,6 +22,7 @@ target while the commit runs may see it empty).
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import posixpath
 import re
@@ -42,6 +43,7 @@ _SCHEME = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]+):")
 STORE_TIMEOUT = 60.0
 
 
+@functools.lru_cache(maxsize=1)
 def known_protocols():
     """The protocols fsspec knows (whose packages may still need installing), sorted."""
     import fsspec
@@ -62,10 +64,11 @@ def check_path(path, what="path", storage_options=None):
                           f"takes them), got {type(storage_options).__name__}", key="storage_options")
     if not isinstance(path, str) or isinstance(path, URL):
         return path
-    m = _SCHEME.match(path)
+    m = _PROTOCOL.match(path) or _SCHEME.match(path)
     if m is None:
         return path
-    proto, rest = m.group(1).lower(), path[m.end():]
+    proto = path.split(":", 1)[0].lower()
+    rest = path[len(proto) + 1:]
     known = known_protocols()
     if rest.startswith("//"):
         if proto not in known:

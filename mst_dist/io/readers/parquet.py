@@ -36,6 +36,18 @@ def _parquet_file(path):
         return pq.ParquetFile(p, filesystem=fs)
     return pq.ParquetFile(path)
 
+def _row_group(pf, g, columns, path):
+    """Row group ``g`` of ``pf``; a :class:`GraphFormatError` naming the file and the group where its bytes
+    are damaged (pyarrow's own error, from decompression or the page headers, says neither)."""
+    import pyarrow as pa
+
+    try:
+        return pf.read_row_group(g, columns=columns)
+    except (pa.ArrowException, OSError) as e:
+        raise GraphFormatError(f"cannot be read ({type(e).__name__}: {str(e).strip()})", path=path,
+                               row_group=g) from None
+
+
 def _parquet_rows(start, stop, *, path, columns, groups, n, weight_float):
     """Rows ``[start, stop)`` of a Parquet file, read by row groups (a source's row function).
 
@@ -49,7 +61,7 @@ def _parquet_rows(start, stop, *, path, columns, groups, n, weight_float):
     for g in range(g0, g1):
         lo = max(start, int(groups[g])) - int(groups[g])
         hi = min(stop, int(groups[g + 1])) - int(groups[g])
-        t = pf.read_row_group(g, columns=want)
+        t = _row_group(pf, g, want, path)
         for key, col in columns.items():
             if col is None:
                 out[key].append(np.ones(hi - lo, np.int64))
