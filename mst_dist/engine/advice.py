@@ -7,12 +7,15 @@ shapes a user can ask for -- one thread per worker, the per-vertex state
 spread over more worker processes (``vertex_partition="always"``), more
 memory per worker -- through the same checks that refused the run, and
 keeps those that pass: advice is never a shape the engine would refuse in
-turn.
+turn.  Each advised worker process is counted as holding, before the run,
+what the fullest worker process of the refused cluster holds (Dask's
+memory manager counts it too).
 """
 from __future__ import annotations
 
 import dataclasses
 
+from mst_dist.engine.plan import room_of
 from mst_dist.errors import Advice, GraphTooLargeError
 
 __all__ = ["advise", "MAX_ADVISED_WORKERS", "SMALLEST_ADVISED_WORKER"]
@@ -26,12 +29,14 @@ SMALLEST_ADVISED_WORKER = 2 * 2**30
 
 
 def _shape(cluster, n_workers, threads, memory):
-    """``cluster`` as a layout of ``n_workers`` worker processes of ``threads`` threads and ``memory`` bytes each."""
+    """``cluster`` as a layout of ``n_workers`` worker processes of ``threads`` threads and ``memory`` bytes
+    each, each process holding as much before the run as the fullest one of ``cluster`` does."""
     names = tuple(f"advised-{i}" for i in range(n_workers))
     kind = "gpu" if set(cluster.kinds.values()) == {"gpu"} else "cpu"
+    room = room_of(memory, cluster.held, cluster.pause)
     return dataclasses.replace(cluster, workers=names, threads=n_workers * threads, kinds=dict.fromkeys(names, kind),
                                min_memory=memory, max_memory=memory, total_memory=n_workers * memory,
-                               throughput=None, measured=None)
+                               throughput=None, measured=None, max_room=room, total_room=n_workers * room)
 
 
 def _fits(choose, spec, cluster):

@@ -128,15 +128,22 @@ def stream_memory(n_vertices, n_edges, threads, total_memory) -> int:
 class MemoryBudget:
     """The memory a run plans against: what Dask's memory manager lets each worker use.
 
-    A worker's memory manager pauses it when its *process* nears the
-    worker's limit.  Workers that are threads of one process (an in-process
+    A worker's memory manager pauses it when its *process* holds more than
+    ``distributed.worker.memory.pause`` of the worker's limit (0.8 by
+    default).  Workers that are threads of one process (an in-process
     ``LocalCluster``: ``processes=False``) therefore share one budget, the
     smallest of their limits: each is planned a share of it, not the whole
-    limit Dask lists for it.
+    limit Dask lists for it.  The *room* a refusal checks against is what the
+    manager leaves a run: the pause threshold less what the process already
+    holds (a Python process with the kernels, and in-process also the client
+    and the scheduler).
     """
 
-    per_worker: dict   #: worker -> bytes planned for it (its process's budget over the workers in it; 0: no limit)
+    per_worker: dict   #: worker -> bytes planned for it (its process's limit over the workers in it; 0: no limit)
+    room: dict         #: worker -> bytes a run may add before its process is paused (its share)
     processes: int     #: worker processes (budgets) among the workers
+    held: int = 0      #: the most any worker process holds now (0 when the manager does not pause)
+    fraction: float | None = None  #: of a limit, where the manager pauses (None: it never does)
 
     @property
     def smallest(self) -> int:
@@ -151,6 +158,26 @@ class MemoryBudget:
         return sum(self.per_worker.values())
 
 
+def pause_fraction():
+    """Of a worker's memory limit, the process memory at which Dask's memory manager stops it: the
+    ``pause`` setting, else ``terminate`` (the nanny kills it), else ``None`` (neither is on)."""
+    import dask.config
+
+    for name in ("pause", "terminate"):
+        value = dask.config.get(f"distributed.worker.memory.{name}", False)
+        if value:
+            return float(value)
+    return None
+
+
+def room_of(limit, held, fraction) -> int:
+    """Bytes a run may add in a process of memory ``limit`` that holds ``held`` already (see
+    :class:`MemoryBudget`): the limit itself where the manager never pauses (``fraction`` None)."""
+    if fraction is None or not limit:
+        return int(limit)
+    return max(0, int(limit * fraction) - int(held))
+
+
 def _process_of(address):
     """The process a worker runs in: ``(host, pid)`` of an in-process address (``inproc://host/pid/n``),
     else the worker's own address (a process of its own)."""
@@ -160,19 +187,27 @@ def _process_of(address):
     return address
 
 
-def memory_budget(workers) -> MemoryBudget:
+def memory_budget(workers, fraction="auto") -> MemoryBudget:
     """The :class:`MemoryBudget` of ``workers`` (``{address: info}`` as the scheduler lists them).
 
     Workers of one process (Dask's in-process addresses name the process)
     share the smallest of their ``memory_limit``: each gets that over their
-    count.  A worker without a limit (0 or ``None``) is planned 0 (unknown).
+    count, and as much of the room the process has left below ``fraction``
+    (``"auto"``: :func:`pause_fraction`; ``None``: the whole limit) of it, by the memory the process holds
+    now (the workers' ``metrics.memory``).  A worker without a limit (0 or
+    ``None``) is planned 0 (unknown).
     """
+    fraction = pause_fraction() if fraction == "auto" else fraction
     groups = {}
     for address in workers:
         groups.setdefault(_process_of(address), []).append(address)
-    per_worker = {}
+    per_worker, room, most = {}, {}, 0
     for members in groups.values():
         limits = [int(workers[a].get("memory_limit") or 0) for a in members]
-        share = min(limits) // len(members) if all(limits) else 0
-        per_worker.update(dict.fromkeys(members, share))
-    return MemoryBudget(per_worker=per_worker, processes=len(groups))
+        limit = min(limits) if all(limits) else 0
+        held = max(int((workers[a].get("metrics") or {}).get("memory") or 0) for a in members)
+        most = max(most, held)
+        per_worker.update(dict.fromkeys(members, limit // len(members)))
+        room.update(dict.fromkeys(members, room_of(limit, held, fraction) // len(members)))
+    return MemoryBudget(per_worker=per_worker, room=room, processes=len(groups),
+                        held=most if fraction is not None else 0, fraction=fraction)

@@ -109,7 +109,7 @@ def test_the_python_advice_names_keywords_that_complete():
 
     graph = _graph(STREAMED)
     shape = {"n_workers": 1, "threads_per_worker": 2, "processes": False, "memory_limit": 560 * 2**10}
-    with LocalCluster(dashboard_address=None, **shape) as cluster, Client(cluster, set_as_default=False) as client:
+    with LocalCluster(dashboard_address=":0", **shape) as cluster, Client(cluster, set_as_default=False) as client:
         with pytest.raises(GraphTooLargeError) as info:
             mst_dist.minimum_spanning_forest(graph, client, stream="always")
     advice = info.value.advice
@@ -118,6 +118,22 @@ def test_the_python_advice_names_keywords_that_complete():
     exp = expected(graph)
     for a in advice:
         settings = {**shape, **dict(a.cluster)}
-        with LocalCluster(dashboard_address=None, **settings) as cluster, \
+        with LocalCluster(dashboard_address=":0", **settings) as cluster, \
                 Client(cluster, set_as_default=False) as client:
             assert_result(mst_dist.minimum_spanning_forest(graph, client, stream="always", **dict(a.keywords)), exp)
+
+
+def test_advice_on_a_cluster_the_command_line_does_not_start_keeps_only_its_keywords():
+    """On a scheduler's cluster (``--scheduler``) a shape of workers is not a flag: only advice that
+    changes the call's keywords is printed; flags given as ``--flag=value`` are replaced too."""
+    from mst_dist.cli.advice import advised_commands
+    from mst_dist.errors import Advice
+
+    spread = Advice("spread", keywords=(("vertex_partition", "always"),))
+    workers = Advice("more workers", cluster=(("n_workers", 3), ("processes", True)))
+    argv = ["run", "x.yaml", "--vertex-partition=never", "--no-processes"]
+    assert advised_commands((spread, workers), argv, local=False) == [
+        "mst-dist run x.yaml --no-processes --vertex-partition always"]
+    assert advised_commands((spread, workers), argv, local=True) == [
+        "mst-dist run x.yaml --no-processes --vertex-partition always",
+        "mst-dist run x.yaml --vertex-partition=never --workers 3 --processes"]

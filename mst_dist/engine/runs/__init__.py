@@ -87,14 +87,14 @@ def _kind_of(spec, graph, cluster: ClusterLayout, ckpt: RunCheckpoint | None) ->
         # one worker holds every range of a partitioned run: nothing to spread
         (not streams and need > cluster.min_memory // 4) or (streams and not _streams_on_one(graph, cluster))))
     if spread:
-        if need > cluster.total_memory // 2:
+        if need > cluster.all_room // 2:
             raise GraphTooLargeError(
                 f"n_vertices = {graph.n_vertices} would need about {human_bytes(need)} of per-vertex arrays, "
-                f"more than half the cluster's memory ({human_bytes(cluster.total_memory)}) even spread over "
+                f"more than half the cluster's room ({human_bytes(cluster.all_room)}) even spread over "
                 f"its workers: relabel the vertex ids to 0..n-1 (e.g. numpy.unique(ids, return_inverse=True))",
                 source=graph.name)
         return SpreadStreamingRun.kind if streams else PartitionedRun.kind
-    check_vertex_memory(graph, cluster.max_memory)
+    check_vertex_memory(graph, cluster)
     if streams:
         check_stream_memory(graph, cluster)
     return StreamingRun.kind if streams else ResidentRun.kind
@@ -103,7 +103,7 @@ def _kind_of(spec, graph, cluster: ClusterLayout, ckpt: RunCheckpoint | None) ->
 def _streams_on_one(graph, cluster) -> bool:
     """Whether a streaming run's vertex map fits the worker that solves its slices."""
     try:
-        check_vertex_memory(graph, cluster.max_memory)
+        check_vertex_memory(graph, cluster)
         check_stream_memory(graph, cluster)
     except GraphTooLargeError:
         return False

@@ -32,6 +32,23 @@ class ClusterLayout:
     total_memory: int           #: the workers' memory limits added up
     throughput: dict | None     #: worker -> relative edges/s, where chunks are dealt out by it
     measured: dict | None       #: the throughput measured (or given) on a mixed cluster
+    #: the room (see :class:`~mst_dist.engine.plan.MemoryBudget`) of the roomiest worker and of all
+    #: (None: their memory limits), what the largest worker process holds already, and the fraction of
+    #: a limit at which Dask pauses a worker (None: never)
+    max_room: int | None = None
+    total_room: int | None = None
+    held: int = 0
+    pause: float | None = None
+
+    @property
+    def room(self) -> int:
+        """Bytes the roomiest worker may take for a run before Dask's memory manager pauses it."""
+        return self.max_memory if self.max_room is None else self.max_room
+
+    @property
+    def all_room(self) -> int:
+        """Bytes all the workers may take for a run before their memory managers pause them."""
+        return self.total_memory if self.total_room is None else self.total_room
 
     @property
     def n_workers(self) -> int:
@@ -43,13 +60,24 @@ class ClusterLayout:
         return used.pop() if len(used) == 1 else "mixed"
 
 
-def check_vertex_memory(graph, memory):
-    """Refuse a graph whose per-vertex state would not fit in the largest worker (``memory`` 0: unknown)."""
+def _held(cluster):
+    """``", below Dask's pause at 80% of its 600.0 MiB, its process holding 300.0 MiB already"``, where the
+    memory manager pauses workers ("" where it does not)."""
+    if cluster.pause is None or cluster.max_room is None:
+        return ""
+    return (f", below Dask's pause at {cluster.pause:.0%} of its {human_bytes(cluster.max_memory)} limit, the "
+            f"process holding {human_bytes(cluster.held)} already")
+
+
+def check_vertex_memory(graph, cluster):
+    """Refuse a graph whose per-vertex state would not fit in the largest worker (its room; 0: unknown)."""
     need = vertex_memory(graph.n_vertices)
-    if memory and need > memory:
+    memory = cluster.room
+    if cluster.max_memory and need > memory:
         raise GraphTooLargeError(
             f"n_vertices = {graph.n_vertices} would need about {human_bytes(need)} of per-vertex arrays on one "
-            f"worker, more than the largest worker has ({human_bytes(memory)}): relabel the vertex ids to "
+            f"worker, more than the largest worker has room for ({human_bytes(memory)}{_held(cluster)}): "
+            f"relabel the vertex ids to "
             f"0..n-1 (e.g. numpy.unique(ids, return_inverse=True))",
             source=graph.name)
 
@@ -59,14 +87,15 @@ def check_stream_memory(graph, cluster):
     :func:`~mst_dist.engine.plan.stream_memory`; an unknown memory limit is not checked)."""
     from mst_dist.engine.plan import stream_memory
 
-    memory = cluster.max_memory
+    memory = cluster.room
     threads = -(-cluster.threads // max(1, cluster.n_workers))
     need = stream_memory(graph.n_vertices, graph.n_edges, threads, cluster.total_memory)
-    if memory and need > memory:
+    if cluster.max_memory and need > memory:
         raise GraphTooLargeError(
             f"n_vertices = {graph.n_vertices}, streamed, would need about {human_bytes(need)} on the worker that "
             f"solves each slice of the edges (its per-vertex arrays with {threads} threads, and the slice), more "
-            f"than the largest worker has ({human_bytes(memory)}); it is refused before any work",
+            f"than the largest worker has room for ({human_bytes(memory)}{_held(cluster)}); it is refused before "
+            f"any work",
             source=graph.name)
 
 
@@ -112,4 +141,5 @@ def connect(client, graph, spec, token) -> ClusterLayout:
     return ClusterLayout(workers=tuple(sorted(workers)), threads=sum(w.get("nthreads", 1) for w in workers.values()),
                          kinds=kinds, device_memory=device_memory, min_memory=min_memory, max_memory=budget.largest,
                          total_memory=budget.total or min_memory * len(workers), throughput=throughput,
-                         measured=measured)
+                         measured=measured, max_room=max(budget.room.values(), default=0),
+                         total_room=sum(budget.room.values()), held=budget.held, pause=budget.fraction)
