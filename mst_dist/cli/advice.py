@@ -54,12 +54,22 @@ def _without(argv, flags):
     return out
 
 
-def advised_commands(advice, argv, local=True):
-    """``mst-dist ...`` for each advice that the command line can follow (see :func:`advice_flags`)."""
+def _fits_machine(advice, machine, n_workers):
+    """Whether the local cluster ``advice`` asks for (``n_workers`` unless it says) fits ``machine`` bytes."""
+    settings = dict(advice.cluster)
+    limit = settings.get("memory_limit")
+    return not (machine and limit) or settings.get("n_workers", n_workers) * limit <= machine
+
+
+def advised_commands(advice, argv, local=True, machine=None, n_workers=1):
+    """``mst-dist ...`` for each advice that the command line can follow (see :func:`advice_flags`).
+
+    ``machine``: this machine's memory; a local cluster whose workers' limits add up to more is left
+    out (a limit past the machine's memory stalls or swaps; ``n_workers``: the workers now)."""
     commands = []
     for a in advice:
         flags = advice_flags(a, local)
-        if flags is None:
+        if flags is None or (local and not _fits_machine(a, machine, n_workers)):
             continue
         args = _without(list(argv), [f for f in flags if f.startswith("--")]) + flags
         commands.append("mst-dist " + shlex.join(args))

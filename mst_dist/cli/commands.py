@@ -613,9 +613,12 @@ def _advised(exc, args, argv):
         return []
     from mst_dist.cli.advice import advised_commands
 
+    from distributed.system import MEMORY_LIMIT
+
     try:
-        local = run_config_from_args(args)["cluster"]["kind"] == "local"
+        cluster = run_config_from_args(args)["cluster"]
     except ConfigError:
-        local = False
-    return advised_commands(exc.advice, argv, local)
+        cluster = {"kind": None}
+    return advised_commands(exc.advice, argv, cluster["kind"] == "local", machine=MEMORY_LIMIT,
+                            n_workers=cluster.get("n_workers") or 1)
 

@@ -137,3 +137,19 @@ def test_advice_on_a_cluster_the_command_line_does_not_start_keeps_only_its_keyw
     assert advised_commands((spread, workers), argv, local=True) == [
         "mst-dist run x.yaml --no-processes --vertex-partition always",
         "mst-dist run x.yaml --vertex-partition=never --workers 3 --processes"]
+
+
+def test_advice_past_this_machines_memory_is_not_printed_as_a_command():
+    """A local cluster whose workers' limits add up to more than this machine has would stall or swap:
+    that advice stays in the message (for a cluster elsewhere) but is not a command here."""
+    from mst_dist.cli.advice import advised_commands
+    from mst_dist.errors import Advice
+
+    more = Advice("more memory per worker", cluster=(("memory_limit", 48 * 2**30),))
+    spread = Advice("spread", keywords=(("vertex_partition", "always"),),
+                    cluster=(("n_workers", 2), ("memory_limit", 12 * 2**30)))
+    argv = ["run", "--generate", "rmat", "--scale", "28"]
+    assert advised_commands((more, spread), argv, machine=24 * 2**30) == [
+        "mst-dist run --generate rmat --scale 28 --vertex-partition always --workers 2 --memory-limit 12GiB"]
+    assert len(advised_commands((more, spread), argv, machine=64 * 2**30)) == 2
+    assert advised_commands((spread,), argv, machine=20 * 2**30) == []
