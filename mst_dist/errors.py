@@ -16,7 +16,7 @@ may catch the package's errors as a family or as the builtin::
   valid graph (a bad vertex id, a NaN weight), and its subclass
   :class:`GraphFormatError`: a graph file cannot be read, and
   :class:`GraphTooLargeError`: a graph the cluster's memory cannot hold in
-  the run's shape, refused before any work with :class:`Advice` on shapes
+  the run's shape, refused before any work with ``Advice`` on shapes
   that fit;
 - :class:`CheckpointMismatchError` (a :class:`ValueError`): a checkpoint
   directory holds another run's state;
@@ -219,7 +219,7 @@ class GraphTooLargeError(InvalidGraphError):
     """A graph that the cluster's memory cannot hold in the run's shape, refused before any work.
 
     The message says what would not fit where, and ends with the shapes that
-    fit, each an :class:`Advice` in :attr:`advice`: fewer threads per worker,
+    fit, each an ``Advice`` in :attr:`advice`: fewer threads per worker,
     the per-vertex state spread over more worker processes
     (``vertex_partition="always"``), more memory per worker.  The command
     line prints each as a command that runs.  A subclass of

@@ -200,12 +200,13 @@ def run_config_rows():
     defaults = settings_defaults()
     meanings = {key[len("mst."):]: text for key, _, _, text in settings_rows()}
     top_settings = {"backend": "backend", "partitions": "partitions", "local_finish": "local-finish",
-                    "stream": "stream"}
+                    "stream": "stream", "vertex_partition": "vertex-partition"}
     top_types = {"graph": "mapping", "n_vertices": "int|null", "backend": "str", "partitions": "int|null",
-                 "local_finish": "str|int", "stream": "str", "placement": "mapping",
+                 "local_finish": "str|int", "stream": "str", "vertex_partition": "str", "placement": "mapping",
                  "output": "mapping|null", "checkpoint": "mapping|null", "cluster": "mapping",
                  "storage_options": "mapping|null"}
-    choices = {"backend": rc.BACKENDS, "stream": rc.STREAM_MODES, "local_finish": ("auto", "an integer"),
+    choices = {"backend": rc.BACKENDS, "stream": rc.STREAM_MODES, "vertex_partition": rc.VERTEX_PARTITION_MODES,
+               "local_finish": ("auto", "an integer"),
                "graph.generate.kind": tuple(GENERATORS), "graph.format": FORMATS,
                "output.format": FOREST_FORMATS, "cluster.kind": rc.CLUSTER_KINDS}
     rows = []
