@@ -340,6 +340,10 @@ def read(path_or_glob, format=None, *, client=None, n_vertices=None, name=None, 
     # the workers read the files: each must see them (named if not), and be reachable
     reach.check_visible(current_client(client), paths)
     sources, n, wdt, meta = reader(paths, client, n_vertices, dict(opts))
+    if n > np.iinfo(np.int64).max:  # the largest id + 1: ids are int64, and so is their count
+        raise GraphFormatError(f"vertex id {n - 1} is too large: ids go up to {np.iinfo(np.int64).max - 1} "
+                               f"(their count, the largest + 1, is an int64)",
+                               path=str(paths[0]) if len(paths) == 1 else None)
     if n_vertices is None:
         _check_vertex_memory(sources, n, client)
     if name is None:
