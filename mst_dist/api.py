@@ -160,6 +160,12 @@ def minimum_spanning_forest(graph, client=None, *, partitions=None, backend="aut
     ------
     ValueError
         Bad input (naming the edge), or an unknown backend.
+    GraphTooLargeError
+        A :class:`ValueError`: the graph would not fit the cluster's memory
+        (what Dask's memory manager leaves each worker) in this run's shape,
+        refused before any work; its ``advice`` names shapes that fit
+        (``vertex_partition="always"`` on more worker processes, fewer
+        threads, more memory per worker).
     OSError
         ``output``, ``labels_output`` or ``checkpoint`` cannot be written
         (checked before the run starts).
