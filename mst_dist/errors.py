@@ -219,7 +219,7 @@ class GraphTooLargeError(InvalidGraphError):
     """A graph that the cluster's memory cannot hold in the run's shape, refused before any work.
 
     The message says what would not fit where, and ends with the shapes that
-    fit, each an ``Advice`` in :attr:`advice`: fewer threads per worker,
+    fit, each an ``Advice`` in ``advice``: fewer threads per worker,
     the per-vertex state spread over more worker processes
     (``vertex_partition="always"``), more memory per worker.  The command
     line prints each as a command that runs.  A subclass of
