@@ -44,8 +44,9 @@ import weakref
 from dask.sizeof import sizeof
 from distributed import Future, WorkerPlugin, get_worker, worker_client
 from distributed.protocol import to_serialize
+from distributed.core import Status
 from distributed.utils import sync
-from distributed.worker import thread_state
+from distributed.worker import Worker, thread_state
 
 from mst_dist.engine.accounting import TALLY_NAME
 from mst_dist.engine.batch import Batch
@@ -165,6 +166,7 @@ class ExchangePlugin(WorkerPlugin):
     ``take(keys, index, how)`` answers ``{"data": {key: piece}, "missing": [...]}``;
     the piece of a split is ``split.part(index)`` (what owner ``index`` is
     asked), of an owner's answers ``answers[index]`` (requester ``index``'s).
+    ``sent`` counts the bytes handed out, per ``(run token, round)`` of the keys.
     """
 
     name = "mst-exchange"
@@ -172,6 +174,7 @@ class ExchangePlugin(WorkerPlugin):
 
     def setup(self, worker):
         self.worker = worker
+        self.sent = {}
         worker.handlers[TAKE_OP] = self.take
 
     def teardown(self, worker):
@@ -179,6 +182,11 @@ class ExchangePlugin(WorkerPlugin):
 
     def take(self, keys, index, how):
         data, missing = _pieces(self.worker, keys, index, how)
+        for k, v in data.items():
+            parsed = parse_key(k)
+            if parsed is not None:
+                at = (parsed.token, parsed.round)
+                self.sent[at] = self.sent.get(at, 0) + sizeof(v)
         return {"data": {k: to_serialize(v) for k, v in data.items()}, "missing": missing}
 
 
@@ -236,7 +244,17 @@ def _pull(located, index, how):
     where = {}
     for _, k, address in located:
         where.setdefault(address, []).append(k)
-    got, missing, nbytes = sync(worker.loop, _pull_once, worker, where, index, how)
+    got, missing, nbytes = {}, [], 0
+    for address in [a for a in where if a == worker.address or _sibling(worker, a) is not None]:
+        data, lost = _pieces(_sibling(worker, address) or worker, where.pop(address), index, how)
+        got.update(data)
+        missing += lost
+        nbytes += sum(sizeof(v) for v in data.values()) if address != worker.address else 0
+    if where:
+        more, lost, nb = sync(worker.loop, _pull_once, worker, where, index, how)
+        got.update(more)
+        missing += lost
+        nbytes += nb
     if missing:
         got.update(_pieces_by_tasks(missing, index, how))
     _tally(worker, nbytes)
@@ -277,6 +295,22 @@ async def _take(worker, address, keys, index, how):
     except Exception:  # the worker is gone, or has no handler: ask the scheduler where the keys are now
         return {}, list(keys)
     return resp["data"], resp["missing"]
+
+
+def _sibling(worker, address):
+    """The running worker at ``address`` in this process, if there is one.
+
+    Workers of one process (an in-process cluster) read each other's memory
+    directly from the task's thread (Dask's worker memory is thread-safe):
+    over a comm, ``P`` workers pulling from each other are ``P**2`` messages
+    through the one event loop they share.
+    """
+    if address == worker.address:
+        return None
+    for w in list(Worker._instances):
+        if w.address == address and w.status == Status.running:
+            return w
+    return None
 
 
 def _tally(worker, nbytes):

@@ -255,13 +255,18 @@ def test_a_round_lets_its_candidates_and_hooked_pairs_go_once_used(client2):
 @pytest.mark.processes
 def test_bytes_moved_count_every_transfer():
     """Bytes moved per round come from every transfer, however many: the workers' transfer log keeps
-    only its last ``low-level-log-length`` transfers, the tally loses none (equal to the full log's sum)."""
+    only its last ``low-level-log-length`` transfers, the tally loses none (equal to the full log's sum,
+    with the pieces the exchanges' handlers handed out worker to worker, as the senders counted them)."""
     from distributed import Client, LocalCluster
 
     from mst_dist.engine.keys import parse_key
 
     def logged(dask_worker):
         return [list(ev["keys"].items()) for ev in dask_worker.transfer_incoming_log]
+
+    def sent(dask_worker):
+        plugin = dask_worker.plugins.get("mst-exchange")  # registered by the first exchange
+        return dict(plugin.sent) if plugin is not None else {}
 
     def fresh_log(length, dask_worker):
         """An empty transfer log of ``length`` entries: the log of a worker started with
@@ -281,6 +286,7 @@ def test_bytes_moved_count_every_transfer():
                          memory_limit="2GiB") as cluster, Client(cluster, set_as_default=False) as c:
         for length in (10**6, 4):
             c.run(fresh_log, length)
+            before = c.run(sent)
             res = partitioned(g, c, ranges=4, partitions=4, local_finish=0)
             np.testing.assert_array_equal(res.edge_ids, exp)
             rounds = {r.round: r for r in res.stats.rounds if r.mode == "partitioned"}
@@ -288,8 +294,10 @@ def test_bytes_moved_count_every_transfer():
             events = [ev for log in c.run(logged).values() for ev in log]
             keys = [(parse_key(k), nb) for ev in events for k, nb in ev]
             by_log = sum(nb for k, nb in keys if k is not None and k.round in rounds)
-            moved[length] = (sum(r.bytes_moved for r in rounds.values()), by_log, len(events))
-    tally, by_log, events = moved[10**6]
-    assert events > 8 and tally == by_log  # every transfer logged: the tally is the log's sum
-    tally, by_log, events = moved[4]
-    assert events <= 8 and by_log < tally  # the log kept 4 transfers per worker; the tally counted all
+            pulled = sum(nb for w, counts in c.run(sent).items() for at, nb in counts.items()
+                         if at not in before[w] and at[1] in rounds)  # this run's (a token of its own)
+            moved[length] = (sum(r.bytes_moved for r in rounds.values()), by_log, pulled, len(events))
+    tally, by_log, pulled, events = moved[10**6]
+    assert events > 8 and pulled > 0 and tally == by_log + pulled  # every transfer logged: the tally is the sum
+    tally, by_log, pulled, events = moved[4]
+    assert events <= 8 and pulled > 0 and by_log + pulled < tally  # the log kept 4 transfers per worker
