@@ -2,8 +2,8 @@
 
 ``client.submit`` sends one graph message per task, and the scheduler takes
 each message in turn: a few milliseconds a task.  A partitioned round is
-hundreds of small tasks per exchange (splits, asks, serves, replies,
-assembles), so that cost is most of a round on graphs of modest size.  A
+hundreds of small tasks (the exchanges' splits, serves and assembles, and
+the steps between them), so that cost is most of a round on graphs of modest size.  A
 :class:`Batch` takes the same calls, hands back each task's
 :class:`~distributed.Future` at once, and sends the tasks in one
 :class:`~dask.highlevelgraph.HighLevelGraph` when it is flushed (one layer
