@@ -1,0 +1,103 @@
+"""Partitioned rounds as the cluster grows: the tasks the scheduler runs and the wall time of one solve.
+
+The same graph (Erdős–Rényi, ``n`` vertices, ``m`` edges, ``--chunks`` edge
+chunks) is solved with its vertices spread over the workers
+(``vertex_partition="always"``, ``mst.vertex-base: 0``, so every round is a
+partitioned one) on ``P`` in-process workers of one thread each, for each
+``P`` of ``--workers``.  Printed per ``P``: the tasks that reached memory
+on the scheduler during the solve (every key, the exchanges' own included),
+the wall time, and the ratios to the smallest ``P``.  Every forest is
+compared with the first one's (edge ids).  From the repository's root::
+
+    python -m benchmarks.cluster_growth --workers 4,16,64 --out growth.json
+
+With ``--tree DIR`` the solves run on the mst-dist of another checkout
+(``git worktree add DIR <commit>``): run it once for each version, in turns,
+to set the two side by side.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+_CHILD = r"""
+import json, sys, time
+import dask, numpy as np
+from distributed import Client, LocalCluster
+from distributed.diagnostics.plugin import SchedulerPlugin
+import mst_dist
+
+class Count(SchedulerPlugin):
+    name = "growth-count"
+    def __init__(self):
+        self.n = 0
+    def transition(self, key, start, finish, *args, **kwargs):
+        if finish == "memory":
+            self.n += 1
+
+def _count(dask_scheduler):
+    return dask_scheduler.plugins["growth-count"].n
+
+P, n, m, chunks, seed = (int(a) for a in sys.argv[1:6])
+g = mst_dist.generate("erdos_renyi", seed=seed, n=n, m=m)
+with LocalCluster(n_workers=P, threads_per_worker=1, processes=False, memory_limit=0,
+                  dashboard_address=None) as cluster, Client(cluster) as client:
+    client.register_plugin(Count())
+    with dask.config.set({"mst.vertex-base": 0}):
+        mst_dist.minimum_spanning_forest(mst_dist.generate("erdos_renyi", seed=seed, n=64, m=256), client,
+                                         vertex_partition="always", partitions=4)  # kernels compiled, plugins in
+        before = client.run_on_scheduler(_count)
+        t = time.perf_counter()
+        res = mst_dist.minimum_spanning_forest(g, client, vertex_partition="always", partitions=chunks)
+        wall = time.perf_counter() - t
+    tasks = client.run_on_scheduler(_count) - before
+ids = np.asarray(res.edge_ids)
+print(json.dumps({"workers": P, "tasks": tasks, "wall_s": wall, "rounds": len(res.stats.rounds),
+                  "forest_edges": int(ids.size), "total_weight": float(res.total_weight),
+                  "ids_hash": int(np.bitwise_xor.reduce(ids * 2654435761 % 2**61)) if ids.size else 0}))
+"""
+
+
+def run(P, args, tree=None):
+    env = dict(os.environ)
+    if tree:
+        env["PYTHONPATH"] = os.path.abspath(tree) + os.pathsep + env.get("PYTHONPATH", "")
+    out = subprocess.run([sys.executable, "-c", _CHILD, str(P), str(args.n), str(args.m), str(args.chunks),
+                          str(args.seed)], env=env, cwd=tree or None, capture_output=True, text=True,
+                         timeout=args.timeout)
+    if out.returncode:
+        raise RuntimeError(f"P={P} failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="python -m benchmarks.cluster_growth", description=__doc__.splitlines()[0])
+    p.add_argument("--workers", type=lambda v: [int(x) for x in v.split(",")], default=[4, 16, 64])
+    p.add_argument("--n", type=int, default=2**17)
+    p.add_argument("--m", type=int, default=2**19)
+    p.add_argument("--chunks", type=int, default=64)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--tree", default=None, help="run another checkout's mst-dist (a directory)")
+    p.add_argument("--timeout", type=float, default=1800)
+    p.add_argument("--out", default=None)
+    args = p.parse_args(argv)
+    rows = []
+    for P in args.workers:
+        rows.append(run(P, args, args.tree))
+        r = rows[-1]
+        print(f"P={P:4d}  tasks {r['tasks']:8d} ({r['tasks'] / rows[0]['tasks']:5.2f}x)  "
+              f"wall {r['wall_s']:8.2f} s ({r['wall_s'] / rows[0]['wall_s']:5.2f}x)  rounds {r['rounds']}",
+              flush=True)
+    if len({(r["forest_edges"], r["ids_hash"]) for r in rows}) != 1:
+        raise SystemExit("the forests differ between cluster sizes")
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump({"n": args.n, "m": args.m, "chunks": args.chunks, "tree": args.tree, "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
