@@ -292,7 +292,8 @@ def hdbscan(graph, min_cluster_size=5, min_samples=None, *, cluster_selection_me
         Neighbours that make a core point, the point itself counted
         (scikit-learn's convention): the core distance is the distance to
         the ``(min_samples - 1)``-th nearest distinct neighbour along the
-        vertex's edges.  Default: ``min_cluster_size``.
+        vertex's edges.  Default: ``min_cluster_size``.  At most the number
+        of vertices (a ``ValueError`` otherwise, as scikit-learn's).
     cluster_selection_method : {"eom", "leaf"}
         Excess of mass (default), or the leaves of the condensed tree.
     allow_single_cluster : bool
