@@ -313,3 +313,22 @@ def test_a_vertex_id_whose_count_overflows_int64_is_named(client, tmp_path):
     np.savez(path, src=np.array([2**63 - 1, 0]), dst=np.array([0, 1]), weight=np.array([1, 2]))
     with pytest.raises(mst_dist.GraphFormatError, match=r"g\.npz: vertex id 9223372036854775807 is too large"):
         mst_dist.read(path, client=client)
+
+
+SPEC_KEYS = ["partitions", "stream", "local_finish", "split_every", "light_factor", "min_degree", "throughput",
+             "vertex_partition", "vertex_ranges", "vertex_base", "slice_edges", "local_contraction", "gather",
+             "output", "checkpoint", "storage_options", "backend"]
+
+
+@FUZZ
+@given(kwargs=st.dictionaries(st.sampled_from(SPEC_KEYS), LEAVES | st.dictionaries(st.text(max_size=3), LEAVES,
+                                                                                     max_size=2), max_size=4))
+def test_entry_point_options_are_a_run_spec_or_a_config_error_naming_one(kwargs):
+    """What ``minimum_spanning_forest(graph, **options)`` checks before any work: a spec, or a
+    ConfigError whose key is one of the options given."""
+    from mst_dist.engine.spec import RunSpec
+
+    try:
+        RunSpec.build(**kwargs)
+    except ConfigError as e:
+        assert e.key in kwargs or e.key in {"backend", "partitions"}, (e.key, str(e))
