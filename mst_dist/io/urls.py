@@ -110,7 +110,11 @@ def bounded(call, path, what, timeout=None):
                            f"check the endpoint (storage_options' endpoint_url), the network and the "
                            f"credentials")
     if "error" in box:
-        raise box["error"]
+        e = box["error"]
+        if isinstance(e, PermissionError) and str(path) not in str(e):  # the store's words name no object
+            raise PermissionError(f"{what} {str(path)!r}: the store at {endpoint(path)} refused access ({e}); "
+                                  f"check the credentials in storage_options or the environment") from e
+        raise e
     return box.get("value")
 
 

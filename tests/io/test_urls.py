@@ -105,3 +105,41 @@ def test_a_store_that_never_answers_fails_in_bounded_time(graph, monkeypatch, wh
                                                  **{what: "s3://bucket/x"})
         assert time.perf_counter() - t0 < 30
     assert "s3://bucket/" in str(e.value)
+
+
+@contextlib.contextmanager
+def moto_server_checking_keys():
+    """A moto S3 server of its own process that checks access keys (none is known to it)."""
+    import subprocess
+    import sys
+
+    module("moto.server", 'pip install "moto[server]"')
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    env = dict(os.environ, INITIAL_NO_AUTH_ACTION_COUNT="0")
+    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+                break
+            time.sleep(0.2)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def test_wrong_credentials_on_read_name_the_url_and_the_endpoint(graph):
+    module("s3fs", 'pip install "mst-dist[s3]" (s3fs)')
+    with moto_server_checking_keys() as endpoint:
+        options = {"key": "wrong", "secret": "wrong",
+                   "client_kwargs": {"endpoint_url": endpoint, "region_name": "us-west-2"}}
+        with pytest.raises(PermissionError, match=rf"'s3://graphs/g.txt': the store at {endpoint} refused access "
+                                                  r"\(.*\); check the credentials"):
+            mst_dist.read("s3://graphs/g.txt", storage_options=options)
+        with pytest.raises(PermissionError, match=r"checkpoint 's3://graphs/ck': cannot write under it"):
+            mst_dist.minimum_spanning_forest(graph, "embedded", checkpoint="s3://graphs/ck", storage_options=options)
