@@ -17,7 +17,7 @@ _kernel_cache_dir()  # compiled kernels persist even where the package folder is
 
 from mst_dist.errors import (  # noqa: E402  (every error class, one base: mst_dist.errors)
     MSTError, ConfigError, InvalidGraphError, GraphFormatError, GraphTooLargeError, CheckpointMismatchError,
-    ClusterStalledError, GPUUnavailableError, WorkerAddressError, SharedStorageError,
+    ClusterStalledError, GPUUnavailableError, WorkerAddressError, SharedStorageError, ExchangeLostError,
 )
 from mst_dist.graph import Graph
 from mst_dist.result import MSFResult, RoundStats, RunStats, PHASES
@@ -61,6 +61,7 @@ __all__ = [
     "GraphTooLargeError",
     "CheckpointMismatchError",
     "ClusterStalledError",
+    "ExchangeLostError",
     "GPUUnavailableError",
     "WorkerAddressError",
     "SharedStorageError",

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 
 __all__ = ["MSTError", "ConfigError", "InvalidGraphError", "GraphFormatError", "GraphTooLargeError",
            "CheckpointMismatchError", "ClusterStalledError", "GPUUnavailableError", "WorkerAddressError",
-           "SharedStorageError"]
+           "SharedStorageError", "ExchangeLostError"]
 
 
 class MSTError(Exception):
@@ -293,6 +293,36 @@ class ClusterStalledError(MSTError, RuntimeError):
 
     def __reduce__(self):
         return (type(self), (str(self), self.cause, self.waited, self.key))
+
+
+class ExchangeLostError(MSTError, RuntimeError):
+    """Outputs of an exchange between vertex ranges were lost with a worker before every task took its part.
+
+    The parts of an exchange move worker to worker, outside Dask's task
+    graph, so Dask cannot recompute them; a run that meets this starts
+    again (from its checkpoint where it has one, else from the start) up
+    to ``mst.exchange-attempts`` times in all, and raises this error only
+    once those are spent.  The command line exits with status 1.
+
+    Parameters
+    ----------
+    message : str
+        What was lost.
+    keys : list of str, optional
+        The outputs no worker held.
+
+    Attributes
+    ----------
+    keys
+        As given.
+    """
+
+    def __init__(self, message, keys=()):
+        super().__init__(message)
+        self.keys = list(keys)
+
+    def __reduce__(self):
+        return (type(self), (str(self), self.keys))
 
 
 class GPUUnavailableError(MSTError, RuntimeError):

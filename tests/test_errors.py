@@ -10,7 +10,8 @@ import pytest
 import mst_dist
 from mst_dist import errors
 from mst_dist.cli import commands
-from mst_dist.errors import (Advice, CheckpointMismatchError, ClusterStalledError, ConfigError, GPUUnavailableError,
+from mst_dist.errors import (Advice, CheckpointMismatchError, ClusterStalledError, ConfigError, ExchangeLostError,
+                             GPUUnavailableError,
                              GraphFormatError, GraphTooLargeError, InvalidGraphError, MSTError, SharedStorageError,
                              WorkerAddressError)
 from support import ROOT
@@ -26,6 +27,7 @@ REFINES = {
     "GraphTooLargeError": (ValueError, 2),
     "CheckpointMismatchError": (ValueError, 2),
     "ClusterStalledError": (RuntimeError, 1),
+    "ExchangeLostError": (RuntimeError, 1),
     "GPUUnavailableError": (RuntimeError, 2),
     "WorkerAddressError": (ConnectionError, 1),
     "SharedStorageError": (OSError, 2),
@@ -43,6 +45,8 @@ INSTANCES = [
     ClusterStalledError("every worker (2) has been paused for 31 s", "paused", waited=31.0),
     ClusterStalledError("task mst-map-r0-ab-1 killed its workers", "killed-worker", key="mst-map-r0-ab-1"),
     GPUUnavailableError("backend='gpu' needs GPU workers"),
+    ExchangeLostError("exchange outputs ['mst-hook-serve-r1-ab-s3-0'] are on no worker",
+                      keys=["mst-hook-serve-r1-ab-s3-0"]),
     WorkerAddressError("worker tcp://127.0.0.1:4001 registered with a loopback address",
                        workers=["tcp://127.0.0.1:4001"], scheduler="tcp://10.0.0.1:8786"),
     SharedStorageError("checkpoint '/tmp/ck' is not shared with 1 of 2 worker(s)", path="/tmp/ck",

@@ -26,10 +26,11 @@ moved are the requested ids and their answers.
 Every output stays a Dask key the scheduler owns: a split is kept by its
 ``assemble`` task, which takes it; the owners' answers by the exchange's
 futures of them, held until the last ``assemble`` has finished.  A pull
-that does not find a key where the exchange left it (moved, lost with a
-worker, or released since: an ``assemble`` recomputed after its worker
-died) asks for its piece as a task on the key, which Dask runs where the
-key is, recomputing it from its lineage where it is gone.  The same
+that does not find a key where the exchange left it asks the scheduler
+where it is now; a key no worker holds (lost with a worker) cannot be
+recomputed by Dask from the task graph alone, so the task raises
+:class:`~mst_dist.errors.ExchangeLostError` and the run starts again from
+its checkpoint, or from the start (:func:`~mst_dist.engine.runs.execute`).  The same
 all-to-all (:func:`pull_all`) takes each range's share of the chunks'
 candidates to the range.  The functions that run on the workers for each
 kind of exchange are in :mod:`mst_dist.engine.ranged`.
@@ -38,11 +39,10 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import uuid
 import weakref
 
 from dask.sizeof import sizeof
-from distributed import Future, WorkerPlugin, get_worker, worker_client
+from distributed import WorkerPlugin, get_worker
 from distributed.protocol import to_serialize
 from distributed.core import Status
 from distributed.utils import sync
@@ -51,6 +51,7 @@ from distributed.worker import Worker, thread_state
 from mst_dist.engine.accounting import TALLY_NAME
 from mst_dist.engine.batch import Batch
 from mst_dist.engine.keys import parse_key
+from mst_dist.errors import ExchangeLostError
 from mst_dist.kernels.vertex_ranges import narrow
 
 #: The workers' handler that hands out one requester's or one owner's piece of exchange outputs.
@@ -238,8 +239,8 @@ def _assemble(assemble, R, with_items, request, split_out, *pieces, **kwargs):
 
 
 def _pull(located, index, how):
-    """``{key: piece}`` of every key of ``located`` (``(i, key, address)``), from the workers holding them;
-    the pieces of keys not found there are asked of the cluster (:func:`_pieces_by_tasks`)."""
+    """``{key: piece}`` of every key of ``located`` (``(i, key, address)``), from the workers holding them
+    (:func:`_relocated` for keys not found there)."""
     worker = get_worker()
     where = {}
     for _, k, address in located:
@@ -256,7 +257,9 @@ def _pull(located, index, how):
         missing += lost
         nbytes += nb
     if missing:
-        got.update(_pieces_by_tasks(missing, index, how))
+        more, nb = _relocated(worker, missing, index, how)
+        got.update(more)
+        nbytes += nb
     _tally(worker, nbytes)
     return got
 
@@ -272,14 +275,22 @@ async def _pull_once(worker, where, index, how):
     return got, missing, nbytes
 
 
-def _pieces_by_tasks(keys, index, how):
-    """The pieces of ``keys`` no longer where the exchange left them (moved, or lost with a worker), each by
-    a task on its key: Dask runs it where the key is, recomputing the key from its lineage where it is gone.
-    The calling task waits outside its worker's thread pool, which the recomputation may need."""
-    with worker_client() as client:
-        futures = [client.submit(_piece, Future(k, client), index, how, key=f"exchange-piece-{uuid.uuid4().hex}")
-                   for k in keys]
-        return dict(zip(keys, client.gather(futures)))
+def _relocated(worker, keys, index, how):
+    """The pieces of ``keys`` no longer where the exchange left them, from where the scheduler says they are
+    now (a copy Dask moved); :class:`~mst_dist.errors.ExchangeLostError` where no worker holds one (lost
+    with a worker: the run starts again, see :func:`~mst_dist.engine.runs.execute`)."""
+    who = sync(worker.loop, worker.scheduler.who_has, keys=list(keys))
+    where = {}
+    for k in keys:
+        for address in who.get(k) or ():
+            where.setdefault(address, []).append(k)
+            break
+    got, missing, nbytes = sync(worker.loop, _pull_once, worker, where, index, how) if where else ({}, [], 0)
+    missing += [k for k in keys if not who.get(k)]
+    if missing:
+        raise ExchangeLostError(f"exchange outputs {missing[:3]} are on no worker ({len(missing)} in all): "
+                                f"lost with a worker before every task took its part", keys=missing)
+    return got, nbytes
 
 
 def _piece(value, index, how):

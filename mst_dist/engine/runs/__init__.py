@@ -23,12 +23,15 @@ A new kind is a new module with a :class:`Run` subclass, listed in
 """
 from __future__ import annotations
 
+import dataclasses
+import logging
 import time
 
 from distributed.scheduler import KilledWorker
 
 from mst_dist import config
-from mst_dist.errors import GraphTooLargeError
+from mst_dist.engine.cluster_info import scheduler_workers
+from mst_dist.errors import ExchangeLostError, GraphTooLargeError, MSTError
 from mst_dist.graph import human_bytes, vertex_memory
 from mst_dist.engine import interrupt
 from mst_dist.engine.advice import advise
@@ -42,6 +45,8 @@ from mst_dist.engine.runs.resident import ResidentRun
 from mst_dist.engine.runs.spread_streaming import SpreadStreamingRun
 from mst_dist.engine.runs.streaming import StreamingRun
 from mst_dist.engine.watchdog import Watchdog, cancel_run, stalled_from_killed
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["KINDS", "Run", "PartitionedRun", "ResidentRun", "SpreadStreamingRun", "StreamingRun", "choose_kind",
            "execute"]
@@ -112,6 +117,41 @@ def _streams_on_one(graph, cluster) -> bool:
 
 def execute(graph, client, spec):
     """Compute the forest of ``graph`` on ``client`` as ``spec`` says: an :class:`~mst_dist.result.MSFResult`.
+
+    A run that lost parts of an exchange with a worker
+    (:class:`~mst_dist.errors.ExchangeLostError`) is made again, from its
+    checkpoint where it has one, up to ``mst.exchange-attempts`` times in all.
+    """
+    attempts = max(1, int(config.get("exchange-attempts", None, 3)))
+    for attempt in range(1, attempts + 1):
+        workers = _workers(client)
+        try:
+            return _execute_once(graph, client, spec)
+        except (MSTError, KeyboardInterrupt):
+            raise  # a refusal, a stall, an interrupt: as they are
+        except Exception as e:
+            lost = isinstance(e, ExchangeLostError) or not workers <= _workers(client)
+            if not lost or attempt == attempts:
+                if lost:
+                    raise ExchangeLostError(f"a worker was lost with parts of an exchange in each of {attempts} "
+                                            f"attempts (mst.exchange-attempts): {e}") from e
+                raise
+            logger.warning("a worker was lost with parts of an exchange; the run starts again%s (attempt %d of %d)",
+                           " from its checkpoint" if spec.checkpoint else "", attempt + 1, attempts)
+            if spec.checkpoint is not None:
+                spec = dataclasses.replace(spec, resume=True)  # what this attempt saved is this run's
+
+
+def _workers(client):
+    """The addresses of the cluster's workers now (none where the scheduler cannot be asked)."""
+    try:
+        return set(scheduler_workers(client))
+    except Exception:
+        return set()
+
+
+def _execute_once(graph, client, spec):
+    """One attempt of :func:`execute`.
 
     Waits are bounded: a :class:`~mst_dist.engine.watchdog.Watchdog` stops
     the run with a :class:`~mst_dist.engine.watchdog.ClusterStalledError`
