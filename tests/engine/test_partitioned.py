@@ -301,3 +301,16 @@ def test_bytes_moved_count_every_transfer():
     assert events > 8 and pulled > 0 and tally == by_log + pulled  # every transfer logged: the tally is the sum
     tally, by_log, pulled, events = moved[4]
     assert events <= 8 and pulled > 0 and by_log + pulled < tally  # the log kept 4 transfers per worker
+
+
+def test_workers_without_a_memory_limit_take_a_partitioned_run():
+    """In-process workers with no memory limit (``memory_limit=0``: unknown, never paused) plan nothing
+    against memory: a partitioned run goes ahead, Kruskal's forest."""
+    from distributed import Client, LocalCluster
+
+    g = mst_dist.generate("erdos_renyi", seed=9, n=2000, m=6000)
+    s, d, w = g.to_arrays()
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, memory_limit=0,
+                      dashboard_address=None) as cluster, Client(cluster, set_as_default=False) as c:
+        res = partitioned(g, c, ranges=2, partitions=4, local_finish=0)
+    check(res, g.n_vertices, s, d, w)

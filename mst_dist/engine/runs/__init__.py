@@ -92,7 +92,7 @@ def _kind_of(spec, graph, cluster: ClusterLayout, ckpt: RunCheckpoint | None) ->
         # one worker holds every range of a partitioned run: nothing to spread
         (not streams and need > cluster.min_memory // 4) or (streams and not _streams_on_one(graph, cluster))))
     if spread:
-        if need > cluster.all_room // 2:
+        if cluster.max_memory and need > cluster.all_room // 2:  # no memory limit (0): nothing to check
             raise GraphTooLargeError(
                 f"n_vertices = {graph.n_vertices} would need about {human_bytes(need)} of per-vertex arrays, "
                 f"more than half the cluster's room ({human_bytes(cluster.all_room)}) even spread over "
