@@ -57,7 +57,7 @@ _EXTERNAL = r"(numpy|np|dask|distributed|pandas|pd|scipy|networkx|nx|pyarrow|pa|
 # ``mst_dist.engine.checkpoint``, ...) and, inside them, their neighbours by bare name; the
 # reference documents the public names only, so those are not links.
 _INTERNAL = (r"mst_dist\.(io|engine|deploy|generators|graph|kernels|diagnostics|nx|bench|"
-             r"cli\.parser)(\..*)?|parameters|FORMATS|GRAPH_FORMATS|nodes|ConfigError")
+             r"cli\.parser|phases\._Name)(\..*)?|parameters|FORMATS|GRAPH_FORMATS|nodes|ConfigError")
 nitpick_ignore_regex = [
     ("py:.*", _INTERNAL),
     ("py:.*", _EXTERNAL),
