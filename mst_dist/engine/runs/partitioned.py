@@ -47,6 +47,10 @@ from mst_dist.kernels.vertex_ranges import even_bounds
 from mst_dist.phases import Phase, Step
 
 
+#: Pointer jumping halves every chain of parents: no chain of fewer than 2**64 components takes more jumps.
+MAX_JUMPS = 64
+
+
 class PartitionedRun(ResidentRun):
     """Chunks resident; component ids cut into ranges owned by tasks; the centralised base case at the end."""
 
@@ -198,6 +202,9 @@ class PartitionedRun(ResidentRun):
                 left = [b.submit(ranged.pending, p, key=key(Step.JUMPED, rnd, f"{jumps}.{r}"), **rpins[r])
                         for r, p in enumerate(parents)]
             pending = sum(c.gather(left))
+            if pending and jumps > MAX_JUMPS:  # each jump halves every chain: a hooking with a cycle never ends
+                raise RuntimeError(f"round {rnd}: {pending} component(s) still point at a non-root after {jumps} "
+                                   f"pointer jumps; the hooking made a cycle (a bug: please report it)")
         rmaps, n_next, finished = self._renumber(rnd, parents, bounds, finished)
         parents = None
         t_contract = time.perf_counter()
