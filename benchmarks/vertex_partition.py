@@ -536,7 +536,7 @@ def one_round(raws, offsets, n, R):
                      ranged.relabel, [{"numbered": x} for x in numbered])
     done("number")
     n_next = int(roots.sum())
-    kw = {"n_next": n_next, "next_bounds": vr.even_bounds(n_next, R), "chosen_bundles": [], "chosen_at": 0}
+    kw = {"n_next": n_next, "next_bounds": vr.even_bounds(n_next, R)}
     mapped = exchange(mapped, rmaps, functools.partial(ranged.split_ends, bounds=b), ranged.serve_map,
                       ranged.filter_block, [kw] * len(mapped))
     done("filter-edges")

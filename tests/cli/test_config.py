@@ -200,8 +200,9 @@ def test_example_gpu_configs(tmp_path, monkeypatch):
     assert mixed["placement"] == {"throughput": None, "calibration_edges": 1048576}
     with open(os.path.join(ROOT, "configs", "example-mixed.yaml")) as f:
         text = f.read()
-    # the commands it documents: one scheduler, the CPU and the GPU worker specs
-    for spec in ("workers/cpu-worker.yaml", "workers/gpu-worker.yaml"):
+    # the commands it documents: one scheduler, the CPU and the GPU worker specs for workers on hosts of
+    # their own (the loopback specs would be refused by a scheduler of other hosts)
+    for spec in ("workers/cpu-worker-hosts.yaml", "workers/gpu-worker-hosts.yaml"):
         assert f"--spec-file {spec}" in text and os.path.exists(os.path.join(ROOT, spec))
 
 

@@ -63,3 +63,43 @@ def test_exchange_answers_every_requester_in_its_own_order(client2, owners_pinne
     assert names.count("ready") == 4 and names.count("done") == (2 if owners_pinned else 7)
     assert names.count("asked") == names.count("answered") == 1
     assert len(names) == 2 * len(requests) + len(owners) + 4 + names.count("done") + 2
+
+
+def test_a_run_that_lost_an_exchange_starts_again_then_gives_up(monkeypatch):
+    """``execute`` makes a run again when it lost parts of an exchange with a worker, up to
+    ``mst.exchange-attempts`` times in all; a refusal is raised at once."""
+    import dask
+
+    from mst_dist.engine import runs
+    from mst_dist.engine.spec import RunSpec
+    from mst_dist.errors import ExchangeLostError, InvalidGraphError
+
+    calls = []
+
+    def once(graph, client, spec, fail):
+        calls.append(spec.resume)
+        if len(calls) <= fail:
+            raise ExchangeLostError("exchange outputs ['k'] are on no worker", keys=["k"])
+        return "forest"
+
+    monkeypatch.setattr(runs, "_workers", lambda client: {"w"})
+    spec = RunSpec.build(checkpoint="memory://ck", resume=False)
+    with dask.config.set({"mst.exchange-attempts": 3}):
+        monkeypatch.setattr(runs, "_execute_once", lambda g, c, s: once(g, c, s, fail=2))
+        assert runs.execute(None, None, spec) == "forest"
+        assert calls == [False, True, True]  # later attempts go on from the checkpoint
+        calls.clear()
+        monkeypatch.setattr(runs, "_execute_once", lambda g, c, s: once(g, c, s, fail=5))
+        with pytest.raises(ExchangeLostError, match="in each of 3 attempts"):
+            runs.execute(None, None, spec)
+        assert len(calls) == 3
+        calls.clear()
+
+        def refused(g, c, s):
+            calls.append(s)
+            raise InvalidGraphError("edge 3: weight is NaN", edge=3)
+
+        monkeypatch.setattr(runs, "_execute_once", refused)
+        with pytest.raises(InvalidGraphError):
+            runs.execute(None, None, spec)
+        assert len(calls) == 1

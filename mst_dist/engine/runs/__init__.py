@@ -127,10 +127,10 @@ def execute(graph, client, spec):
         workers = _workers(client)
         try:
             return _execute_once(graph, client, spec)
-        except (MSTError, KeyboardInterrupt):
-            raise  # a refusal, a stall, an interrupt: as they are
         except Exception as e:
-            lost = isinstance(e, ExchangeLostError) or not workers <= _workers(client)
+            # a refusal or a stall is raised as it is; a lost exchange, or any failure after a worker was lost
+            lost = isinstance(e, ExchangeLostError) or (not isinstance(e, MSTError)
+                                                        and not workers <= _workers(client))
             if not lost or attempt == attempts:
                 if lost:
                     raise ExchangeLostError(f"a worker was lost with parts of an exchange in each of {attempts} "
