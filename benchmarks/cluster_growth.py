@@ -11,6 +11,10 @@ compared with the first one's (edge ids).  From the repository's root::
 
     python -m benchmarks.cluster_growth --workers 4,16,64 --out growth.json
 
+With ``--dask-baseline`` each ``P`` also times Dask alone on the same
+cluster shape: 2,000 trivial tasks, one per worker in turn, in 20 waves
+of 100 (``dask_s``): how Dask's own cost per task grows with the workers.
+
 With ``--tree DIR`` the solves run on the mst-dist of another checkout
 (``git worktree add DIR <commit>``): run it once for each version, in turns,
 to set the two side by side.
@@ -42,7 +46,10 @@ class Count(SchedulerPlugin):
 def _count(dask_scheduler):
     return dask_scheduler.plugins["growth-count"].n
 
-P, n, m, chunks, seed = (int(a) for a in sys.argv[1:6])
+def _trivial(x, i):
+    return i
+
+P, n, m, chunks, seed, baseline = (int(a) for a in sys.argv[1:7])
 g = mst_dist.generate("erdos_renyi", seed=seed, n=n, m=m)
 with LocalCluster(n_workers=P, threads_per_worker=1, processes=False, memory_limit=0,
                   dashboard_address=None) as cluster, Client(cluster) as client:
@@ -55,8 +62,16 @@ with LocalCluster(n_workers=P, threads_per_worker=1, processes=False, memory_lim
         res = mst_dist.minimum_spanning_forest(g, client, vertex_partition="always", partitions=chunks)
         wall = time.perf_counter() - t
     tasks = client.run_on_scheduler(_count) - before
+    dask_s = None
+    if baseline:
+        workers = sorted(client.run_on_scheduler(lambda dask_scheduler: list(dask_scheduler.workers)))
+        t = time.perf_counter()
+        for wave in range(20):
+            client.gather([client.submit(_trivial, wave, i, workers=[workers[i % P]], pure=False)
+                           for i in range(100)])
+        dask_s = time.perf_counter() - t
 ids = np.asarray(res.edge_ids)
-print(json.dumps({"workers": P, "tasks": tasks, "wall_s": wall, "rounds": len(res.stats.rounds),
+print(json.dumps({"workers": P, "tasks": tasks, "wall_s": wall, "dask_s": dask_s, "rounds": len(res.stats.rounds),
                   "forest_edges": int(ids.size), "total_weight": float(res.total_weight),
                   "ids_hash": int(np.bitwise_xor.reduce(ids * 2654435761 % 2**61)) if ids.size else 0}))
 """
@@ -67,7 +82,7 @@ def run(P, args, tree=None):
     if tree:
         env["PYTHONPATH"] = os.path.abspath(tree) + os.pathsep + env.get("PYTHONPATH", "")
     out = subprocess.run([sys.executable, "-c", _CHILD, str(P), str(args.n), str(args.m), str(args.chunks),
-                          str(args.seed)], env=env, cwd=tree or None, capture_output=True, text=True,
+                          str(args.seed), str(int(args.dask_baseline))], env=env, cwd=tree or None, capture_output=True, text=True,
                          timeout=args.timeout)
     if out.returncode:
         raise RuntimeError(f"P={P} failed:\n{out.stderr[-3000:]}")
@@ -81,6 +96,7 @@ def main(argv=None):
     p.add_argument("--m", type=int, default=2**19)
     p.add_argument("--chunks", type=int, default=64)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--dask-baseline", action="store_true", help="also time 2,000 trivial tasks per cluster size")
     p.add_argument("--tree", default=None, help="run another checkout's mst-dist (a directory)")
     p.add_argument("--timeout", type=float, default=1800)
     p.add_argument("--out", default=None)
@@ -90,7 +106,8 @@ def main(argv=None):
         rows.append(run(P, args, args.tree))
         r = rows[-1]
         print(f"P={P:4d}  tasks {r['tasks']:8d} ({r['tasks'] / rows[0]['tasks']:5.2f}x)  "
-              f"wall {r['wall_s']:8.2f} s ({r['wall_s'] / rows[0]['wall_s']:5.2f}x)  rounds {r['rounds']}",
+              f"wall {r['wall_s']:8.2f} s ({r['wall_s'] / rows[0]['wall_s']:5.2f}x)  rounds {r['rounds']}"
+              + (f"  dask alone {r['dask_s']:6.2f} s ({r['dask_s'] / rows[0]['dask_s']:5.2f}x)" if r["dask_s"] else ""),
               flush=True)
     if len({(r["forest_edges"], r["ids_hash"]) for r in rows}) != 1:
         raise SystemExit("the forests differ between cluster sizes")

@@ -239,58 +239,58 @@ def _assemble(assemble, R, with_items, request, split_out, *pieces, **kwargs):
 
 
 def _pull(located, index, how):
-    """``{key: piece}`` of every key of ``located`` (``(i, key, address)``), from the workers holding them
-    (:func:`_relocated` for keys not found there)."""
+    """``{key: piece}`` of every key of ``located`` (``(i, key, address)``), from the workers holding them;
+    keys not found there are looked for where the scheduler says they are now (a copy Dask moved), and
+    one no worker holds (lost with a worker: the run starts again, see
+    :func:`~mst_dist.engine.runs.execute`) is :class:`~mst_dist.errors.ExchangeLostError`."""
     worker = get_worker()
     where = {}
     for _, k, address in located:
         where.setdefault(address, []).append(k)
-    got, missing, nbytes = {}, [], 0
-    for address in [a for a in where if a == worker.address or _sibling(worker, a) is not None]:
-        data, lost = _pieces(_sibling(worker, address) or worker, where.pop(address), index, how)
-        got.update(data)
-        missing += lost
-        nbytes += sum(sizeof(v) for v in data.values()) if address != worker.address else 0
-    if where:
-        more, lost, nb = sync(worker.loop, _pull_once, worker, where, index, how)
-        got.update(more)
-        missing += lost
-        nbytes += nb
+    got, missing, nbytes = _take_all(worker, where, index, how)
     if missing:
-        more, nb = _relocated(worker, missing, index, how)
+        who = sync(worker.loop, worker.scheduler.who_has, keys=missing)
+        lost = [k for k in missing if not who.get(k)]
+        where = {}
+        for k in missing:
+            if who.get(k):
+                where.setdefault(who[k][0], []).append(k)
+        more, still, nb = _take_all(worker, where, index, how)
         got.update(more)
         nbytes += nb
+        if lost or still:
+            lost += still
+            raise ExchangeLostError(f"exchange outputs {lost[:3]} are on no worker ({len(lost)} in all): "
+                                    f"lost with a worker before every task took its part", keys=lost)
     _tally(worker, nbytes)
     return got
 
 
-async def _pull_once(worker, where, index, how):
-    """``(got, missing, bytes from other workers)`` of the keys of ``where`` (address -> keys)."""
-    results = await asyncio.gather(*(_take(worker, a, ks, index, how) for a, ks in where.items()))
-    got, missing, nbytes = {}, [], 0
-    for address, (data, lost) in zip(where, results):
+def _take_all(worker, where, index, how):
+    """``(got, missing, bytes from other workers)`` of the keys of ``where`` (address -> keys): this
+    worker's and its siblings' (:func:`_siblings`) read here, the others' asked over the comm at once."""
+    siblings = _siblings(worker)
+    got, missing, nbytes, remote = {}, [], 0, {}
+    for address, keys in where.items():
+        holder = siblings.get(address)
+        if holder is None:
+            remote[address] = keys
+            continue
+        data, lost = _pieces(holder, keys, index, how)
         got.update(data)
-        nbytes += sum(sizeof(v) for v in data.values()) if address != worker.address else 0
         missing += lost
+        nbytes += sum(sizeof(v) for v in data.values()) if holder is not worker else 0
+    if remote:
+        results = sync(worker.loop, _ask_all, worker, remote, index, how)
+        for data, lost in results:
+            got.update(data)
+            missing += lost
+            nbytes += sum(sizeof(v) for v in data.values())
     return got, missing, nbytes
 
 
-def _relocated(worker, keys, index, how):
-    """The pieces of ``keys`` no longer where the exchange left them, from where the scheduler says they are
-    now (a copy Dask moved); :class:`~mst_dist.errors.ExchangeLostError` where no worker holds one (lost
-    with a worker: the run starts again, see :func:`~mst_dist.engine.runs.execute`)."""
-    who = sync(worker.loop, worker.scheduler.who_has, keys=list(keys))
-    where = {}
-    for k in keys:
-        for address in who.get(k) or ():
-            where.setdefault(address, []).append(k)
-            break
-    got, missing, nbytes = sync(worker.loop, _pull_once, worker, where, index, how) if where else ({}, [], 0)
-    missing += [k for k in keys if not who.get(k)]
-    if missing:
-        raise ExchangeLostError(f"exchange outputs {missing[:3]} are on no worker ({len(missing)} in all): "
-                                f"lost with a worker before every task took its part", keys=missing)
-    return got, nbytes
+async def _ask_all(worker, where, index, how):
+    return await asyncio.gather(*(_take(worker, a, ks, index, how) for a, ks in where.items()))
 
 
 def _piece(value, index, how):
@@ -298,9 +298,8 @@ def _piece(value, index, how):
 
 
 async def _take(worker, address, keys, index, how):
-    """``(data, missing)`` of ``keys`` at ``address``; all missing where that worker cannot be reached."""
-    if address == worker.address:
-        return _pieces(worker, keys, index, how)
+    """``(data, missing)`` of ``keys`` at another worker's ``address``; all missing where that worker cannot
+    be reached."""
     try:
         resp = await worker.rpc(address).mst_exchange_take(keys=keys, index=index, how=how)
     except Exception:  # the worker is gone, or has no handler: ask the scheduler where the keys are now
@@ -308,20 +307,17 @@ async def _take(worker, address, keys, index, how):
     return resp["data"], resp["missing"]
 
 
-def _sibling(worker, address):
-    """The running worker at ``address`` in this process, if there is one.
+def _siblings(worker):
+    """``{address: worker}`` of the running workers of this process, ``worker`` among them.
 
     Workers of one process (an in-process cluster) read each other's memory
     directly from the task's thread (Dask's worker memory is thread-safe):
     over a comm, ``P`` workers pulling from each other are ``P**2`` messages
     through the one event loop they share.
     """
-    if address == worker.address:
-        return None
-    for w in list(Worker._instances):
-        if w.address == address and w.status == Status.running:
-            return w
-    return None
+    found = {w.address: w for w in list(Worker._instances) if w.status == Status.running}
+    found[worker.address] = worker
+    return found
 
 
 def _tally(worker, nbytes):

@@ -10,14 +10,15 @@ from support.naive import kruskal
 
 def test_cluster_growth_counts_tasks_and_checks_the_forest(tmp_path, capsys):
     out = tmp_path / "growth.json"
-    cluster_growth.main(["--workers", "1,3", "--n", "600", "--m", "2400", "--chunks", "4", "--out", str(out)])
+    cluster_growth.main(["--workers", "1,3", "--n", "600", "--m", "2400", "--chunks", "4", "--dask-baseline",
+                        "--out", str(out)])
     rows = json.loads(out.read_text())["rows"]
     assert [r["workers"] for r in rows] == [1, 3]
     g = mst_dist.generate("erdos_renyi", seed=1, n=600, m=2400)
     s, d, w = g.to_arrays()
     exp, _ = kruskal(g.n_vertices, s, d, w)
     for r in rows:
-        assert r["tasks"] > 10 and r["wall_s"] > 0 and r["forest_edges"] == exp.size
+        assert r["tasks"] > 10 and r["wall_s"] > 0 and r["dask_s"] > 0 and r["forest_edges"] == exp.size
     assert rows[0]["ids_hash"] == int(np.bitwise_xor.reduce(exp * 2654435761 % 2**61))
     printed = capsys.readouterr().out
-    assert "P=   3" in printed and "tasks" in printed
+    assert "P=   3" in printed and "tasks" in printed and "dask alone" in printed
