@@ -16,6 +16,7 @@ PKG = pathlib.Path(ROOT) / "mst_dist"
 LAYERS = [
     ("cli", "bench", "nx"),                # what a person runs; the networkx backend
     ("api", "clustering.hdbscan"),         # minimum_spanning_forest (starts the embedded cluster); HDBSCAN runs it
+    ("clustering.neighbours", "clustering._distributed_knn"),  # kNN graphs of points, searched on the cluster
     ("deploy",),                           # clusters mst-dist starts or joins
     ("diagnostics",),                      # dashboard page, figures, progress
     ("engine",),                           # task graphs over the kernels
@@ -370,16 +371,27 @@ def test_no_class_is_too_large():
     assert not large, "classes too large (split them): " + ", ".join(f"{k} ({v} lines)" for k, v in large.items())
 
 
-def test_every_kind_of_run_is_a_module_of_its_own():
-    """Each kind of run is a Run subclass in a module of its own under engine/runs, listed in KINDS."""
-    from mst_dist.engine.runs import KINDS
-    from mst_dist.engine.runs.base import Run
+def test_every_kind_of_run_is_an_edge_source_and_a_vertex_store():
+    """Each kind of run is a pair of parts, each part a class in a module of its own under engine/runs; no
+    part inherits from another part (they are composed, not stacked), and every pair is a kind."""
+    import itertools
 
-    modules = {cls.__module__ for cls in KINDS.values()}
-    assert len(modules) == len(KINDS)
-    for name, cls in KINDS.items():
-        assert issubclass(cls, Run) and cls.kind == name
-        assert cls.__module__.startswith("mst_dist.engine.runs.")
+    from mst_dist.engine.runs import KINDS, SOURCES, STORES
+    from mst_dist.engine.runs.base import Run
+    from mst_dist.engine.runs.parts import KIND_NAMES, EdgeSource, VertexStore
+
+    parts = [*SOURCES.values(), *STORES.values()]
+    assert len({cls.__module__ for cls in parts}) == len(parts)
+    for cls in parts:
+        assert cls.__module__.startswith("mst_dist.engine.runs.") and not issubclass(cls, Run)
+        assert cls.__bases__ in ((EdgeSource,), (VertexStore,)), cls
+    assert set(KINDS) == {"resident", "streaming", "partitioned", "spread-streaming"}
+    assert {(s.name, v.name) for s, v in KINDS.values()} == set(itertools.product(SOURCES, STORES))
+    for name, (source, store) in KINDS.items():
+        assert issubclass(source, EdgeSource) and issubclass(store, VertexStore)
+        assert KIND_NAMES[source.name, store.name] == name
+    assert not [c for c in vars(__import__("mst_dist.engine.runs", fromlist=["x"])).values()
+                if isinstance(c, type) and issubclass(c, Run) and c is not Run]
 
 
 def test_no_step_asks_which_kind_it_is_in():

@@ -9,20 +9,21 @@ this package holds their implementations, :func:`mst_dist.hdbscan` and the kNN
 graph inputs.
 """
 from mst_dist.clustering.flat import clusters
-from mst_dist.clustering.knn import from_kneighbors_graph, from_points
+from mst_dist.clustering.knn import from_kneighbors_graph
 from mst_dist.clustering.levels import levels, write_levels
 from mst_dist.clustering.linkage import linkage
 
-#: Names of :mod:`mst_dist.clustering.hdbscan`, imported on first use: HDBSCAN runs the engine
-#: (it sits above the API), while the forest's own methods here sit beside the result.
-_LAZY = ("hdbscan", "HDBSCANResult", "CONDENSED_DTYPE")
+#: Names imported on first use, by module: HDBSCAN runs the engine and the kNN search runs on the
+#: cluster (they sit above the API), while the forest's own methods here sit beside the result.
+_LAZY = {"hdbscan": ".hdbscan", "HDBSCANResult": ".hdbscan", "CONDENSED_DTYPE": ".hdbscan",
+         "knn_graph": ".neighbours", "from_points": ".neighbours"}
 
 
 def __getattr__(name):
     if name in _LAZY:
         import importlib
 
-        value = getattr(importlib.import_module(".hdbscan", __name__), name)
+        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
         globals()[name] = value
         return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -33,4 +34,4 @@ def __dir__():
 
 
 __all__ = ["linkage", "clusters", "levels", "write_levels", "hdbscan", "HDBSCANResult",
-           "CONDENSED_DTYPE", "from_kneighbors_graph", "from_points"]
+           "CONDENSED_DTYPE", "from_kneighbors_graph", "from_points", "knn_graph"]
