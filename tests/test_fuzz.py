@@ -315,6 +315,23 @@ def test_a_vertex_id_whose_count_overflows_int64_is_named(client, tmp_path):
         mst_dist.read(path, client=client)
 
 
+
+@pytest.mark.parametrize("offset, value, said", [
+    (8, 0x01, "is encrypted, password required"),  # the general-purpose flag's encryption bit
+    (6, 64, "zip file version 6.4"),               # the version needed to extract
+], ids=["encrypted-flag", "zip-version"])
+def test_a_damaged_npz_directory_entry_is_a_format_error(tmp_path, offset, value, said):
+    """What fuzzing found: one byte of a member's central-directory entry came out as zipfile's
+    RuntimeError (a member flagged encrypted) or NotImplementedError (a zip version it lacks)."""
+    path = tmp_path / "g.npz"
+    np.savez(path, src=np.array([0, 1]), dst=np.array([1, 2]), weight=np.array([3, 4]))
+    raw = bytearray(path.read_bytes())
+    entry = [i for i in range(len(raw)) if raw[i:i + 4] == b"PK\x01\x02"][1]  # the 'dst.npy' member
+    raw[entry + offset] = value
+    path.write_bytes(bytes(raw))
+    with pytest.raises(mst_dist.GraphFormatError, match=r"g\.npz: .*" + said):
+        mst_dist.read(path, client=None)
+
 SPEC_KEYS = ["partitions", "stream", "local_finish", "split_every", "light_factor", "min_degree", "throughput",
              "vertex_partition", "vertex_ranges", "vertex_base", "slice_edges", "local_contraction", "gather",
              "output", "checkpoint", "storage_options", "backend"]

@@ -30,6 +30,7 @@ from __future__ import annotations
 import os
 import struct
 import zipfile
+import zlib
 
 import numpy as np
 
@@ -39,6 +40,11 @@ from mst_dist.io.tasks import map_tasks
 
 __all__ = ["read_npz", "read_npy", "read_egr", "as_ids", "as_weights", "check_rows", "max_id",
            "column_names", "OPTIONS"]
+
+#: What :mod:`zipfile` raises for a damaged or unsupported ``.npz``: besides ``BadZipFile``, a member
+#: flagged as encrypted is a ``RuntimeError``, a "version needed" or compression method it lacks a
+#: ``NotImplementedError``, damaged deflate data a ``zlib.error``.
+_ZIP_ERRORS = (zipfile.BadZipFile, RuntimeError, NotImplementedError, zlib.error, EOFError, OSError)
 
 #: Options each binary format takes (besides ``client``, ``n_vertices``, ``name``).
 OPTIONS = {
@@ -197,7 +203,7 @@ def read_npz(paths, client, n_vertices, opts):
     for path in paths:
         try:
             zf = zipfile.ZipFile(path)
-        except (zipfile.BadZipFile, OSError) as e:
+        except _ZIP_ERRORS as e:
             raise GraphFormatError(f"not a readable .npz (zip) file: {e}", path=path) from None
         with zf:
             have = {n[:-4] for n in zf.namelist() if n.endswith(".npy")}
@@ -220,7 +226,7 @@ def read_npz(paths, client, n_vertices, opts):
                         f" (name the columns with src=, dst=, weight=)", path=path)
                 try:
                     info, dtype, ln, off = _npz_member(path, zf, col + ".npy")
-                except (ValueError, zipfile.BadZipFile, EOFError, OSError) as e:
+                except (ValueError, *_ZIP_ERRORS) as e:
                     if isinstance(e, GraphFormatError):
                         raise
                     raise GraphFormatError(f"array {col!r}: {e}", path=path) from None
