@@ -97,11 +97,15 @@ def _take_rows(src, dst, w, ids, a, b, c):
 
 
 def compose_maps(maps):
-    """One round map for several rounds in a row, finished ids kept (composed last to first)."""
+    """One round map for several rounds in a row, finished ids kept (composed last to first).
+
+    The result has the widest dtype of the maps (int32 maps give an int32 map: half the bytes a vertex).
+    """
     maps = list(maps)
     final = maps[-1]
+    dtype = np.result_type(*[m.dtype for m in maps])
     for M in reversed(maps[:-1]):
-        out = np.empty(M.shape[0], np.int64)
+        out = np.empty(M.shape[0], dtype)
         _compose_step(M, final, out)
         final = out
     return final

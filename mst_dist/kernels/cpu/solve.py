@@ -12,44 +12,108 @@ from numba import njit, prange
 
 from mst_dist.kernels.contract import RoundTrace, SolveRound, Solution
 from mst_dist.kernels.cpu.arena import alloc_soa, blocks, empty, nthreads
+from mst_dist.kernels.cpu.atomics import cas
 from mst_dist.kernels.contract import to_host
 from mst_dist.kernels.cpu.chunk import adopt, id_dtype, weight_keys
 from mst_dist.kernels.cpu.finish import compose_maps
-from mst_dist.kernels.cpu.phases import KMAX, jump, number
+from mst_dist.kernels.cpu.phases import jump, number
 from mst_dist.kernels.cpu.slicing import slice_many
 from mst_dist.phases import Phase
 
 __all__ = ["solve_local", "solve_raw"]
 
 
-@njit(parallel=True, nogil=True, cache=True)
-def _p_best(u, v, key, eid, seg, cnt, n_comp, bk, be, bo):
-    """Per-thread cheapest edge per component: key, edge id and the other end (role: map).
+#: An empty cheapest-edge slot (no packed value reaches it: a position is below the arrays' length).
+_EMPTY = np.uint64(0xFFFFFFFFFFFFFFFF)
 
-    Keeping the edge id and the other endpoint beside the key (written only
-    when a minimum improves) spares the merge three random reads per
-    component into the edge arrays.
+
+@njit(nogil=True, cache=True, inline="always")
+def _offer(slot, c, mine, q, k, e, key, eid, qshift, pmask):
+    """Keep edge ``mine`` (packed) in ``slot[c]`` if it comes first in the strict order (a CAS loop).
+
+    A slot packs ``q`` (the key's bits that differ within the edge set, its
+    high bits) over the edge's position: a smaller ``q`` wins outright, a
+    larger one loses, and only on equal ``q`` are the full key and edge id
+    read, so the minimum kept is exactly that of ``(key, eid)``.
     """
+    cur = slot[c]
+    while True:
+        if cur != _EMPTY:
+            cq = cur >> qshift
+            if q > cq:
+                return
+            if q == cq:
+                j = np.int64(cur & pmask)
+                kj = key[j]
+                if k > kj or (k == kj and e >= eid[j]):
+                    return
+        prev = cas(slot, c, cur, mine)
+        if prev == cur:
+            return
+        cur = prev
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def _p_best(u, v, key, eid, seg, cnt, n_comp, slot, kshift, qshift):
+    """The cheapest edge per component, in one slot per component that every thread shares (role: map).
+
+    A slot holds ``(q << qshift) | position`` (``q``: bits ``kshift`` up of
+    the key, as many as the position leaves): an atomic minimum by
+    compare-and-swap (:func:`.atomics.cas`), exact in ``(key, eid)``.  Eight
+    bytes a component whatever the thread count; the merge reads the edge's
+    id and other end at its position.
+    """
+    for c in prange(n_comp):
+        slot[c] = _EMPTY
     T = cnt.shape[0]
+    pmask = (np.uint64(1) << qshift) - np.uint64(1)
+    qmask = _EMPTY >> qshift
     for t in prange(T):
-        tk = bk[t]
-        te = be[t]
-        to = bo[t]
-        for c in range(n_comp):
-            tk[c] = KMAX
-            te[c] = -1
         for i in range(seg[t], seg[t] + cnt[t]):
-            a = u[i]
-            b = v[i]
             k = key[i]
-            if k < tk[a] or (k == tk[a] and (te[a] < 0 or eid[i] < te[a])):
-                tk[a] = k
-                te[a] = eid[i]
-                to[a] = b
-            if k < tk[b] or (k == tk[b] and (te[b] < 0 or eid[i] < te[b])):
-                tk[b] = k
-                te[b] = eid[i]
-                to[b] = a
+            e = eid[i]
+            q = (k >> kshift) & qmask
+            mine = (q << qshift) | np.uint64(i)
+            _offer(slot, np.int64(u[i]), mine, q, k, e, key, eid, qshift, pmask)
+            _offer(slot, np.int64(v[i]), mine, q, k, e, key, eid, qshift, pmask)
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def _key_range(key, seg, cnt):
+    """``(smallest, largest)`` key of the live edges (``(0, 0)``: none)."""
+    T = cnt.shape[0]
+    lo = np.full(T, _EMPTY, np.uint64)
+    hi = np.zeros(T, np.uint64)
+    for t in prange(T):
+        a = _EMPTY
+        b = np.uint64(0)
+        for i in range(seg[t], seg[t] + cnt[t]):
+            k = key[i]
+            if k < a:
+                a = k
+            if k > b:
+                b = k
+        lo[t] = a
+        hi[t] = b
+    a = lo.min()
+    b = hi.max()
+    if a > b:
+        return np.uint64(0), np.uint64(0)
+    return a, b
+
+
+def _packing(key, seg, cnt, length):
+    """``(kshift, qshift)`` of :func:`_p_best`'s slots for edge arrays of ``length`` (positions below it).
+
+    The position takes ``qshift`` low bits; the key gives its bits from
+    ``kshift`` up, the highest that differ within the live keys, as many
+    as are left: every key shares the bits above them, so ``q`` follows
+    the key's order.
+    """
+    qshift = max(1, int(length).bit_length())
+    lo, hi = _key_range(key, seg, cnt)
+    kshift = max(0, (int(lo) ^ int(hi)).bit_length() - (64 - qshift))
+    return np.uint64(kshift), np.uint64(qshift)
 
 
 @njit(parallel=True, nogil=True, cache=True)
@@ -174,32 +238,23 @@ def _p_dedupe(u, v, key, eid, seg, cnt):
 
 
 @njit(parallel=True, nogil=True, cache=True)
-def _p_reduce_contract(bk, be, bo, n_comp, fin_off, finish, parent, has, M, chosen):
-    """Merge the threads' best edges and contract on dense arrays (roles: merge, contract, filter-nodes).
+def _p_reduce_contract(slot, u, v, eid, qshift, T, n_comp, fin_off, finish, parent, has, M, chosen):
+    """Read the shared slots' edges and contract on dense arrays (roles: merge, contract, filter-nodes).
 
     The dense twin of :func:`merge_candidates` followed by :func:`contract`
     (same result), without building a sparse candidate set.  Returns
     ``(n_chosen, n_next, n_finished)``; the chosen edge ids are written to
     ``chosen[:n_chosen]`` (at most ``n_comp - 1`` of them).
     """
-    T = bk.shape[0]
     B = min(T * 4, n_comp // 65536 + 1)
-    # merge the per-thread minima; hook each component to the other end of its best edge
+    pmask = (np.uint64(1) << qshift) - np.uint64(1)
+    # hook each component to the other end of its best edge
     for c in prange(n_comp):
-        best_k = bk[0, c]
-        best_e = be[0, c]
-        best_o = bo[0, c]
-        for t in range(1, T):
-            e = be[t, c]
-            if e >= 0:
-                kk = bk[t, c]
-                if best_e < 0 or kk < best_k or (kk == best_k and e < best_e):
-                    best_k = kk
-                    best_e = e
-                    best_o = bo[t, c]
-        be[0, c] = best_e
-        if best_e >= 0:
-            parent[c] = best_o
+        s = slot[c]
+        if s != _EMPTY:
+            i = np.int64(s & pmask)
+            a = u[i]
+            parent[c] = v[i] if a == c else a
             has[c] = True
         else:
             parent[c] = c
@@ -227,7 +282,7 @@ def _p_reduce_contract(bk, be, bo, n_comp, fin_off, finish, parent, has, M, chos
         j = cnt[b]
         for c in range(lo, hi):
             if has[c] and parent[c] != c:
-                chosen[j] = be[0, c]
+                chosen[j] = eid[np.int64(slot[c] & pmask)]
                 j += 1
     jump(parent, n_comp)
     n_next, n_fin = number(parent, has, n_comp, fin_off, finish, M, B)
@@ -243,6 +298,15 @@ class _Segments:
         b = blocks(m, T)
         self.seg = b[:-1].copy()
         self.cnt = np.diff(b)
+        self._packing = None
+
+    @property
+    def packing(self):
+        """``(kshift, qshift)`` of the map's shared slots (:func:`_packing`), from the keys when first asked:
+        the live keys only ever narrow, so it holds for every later round."""
+        if self._packing is None:
+            self._packing = _packing(self.key, self.seg, self.cnt, self.u.shape[0])
+        return self._packing
 
     @property
     def m(self):
@@ -280,12 +344,13 @@ class _Solver:
         self.rng = np.random.default_rng(seed)
         self.trace = RoundTrace(on_round)  # on_round hears of each round as it ends
         self.light_factor, self.min_degree, self.dedupe = light_factor, min_degree, dedupe
-        # scratch reused by every round (fresh allocations would page-fault each round)
+        # scratch reused by every round (fresh allocations would page-fault each round): one shared
+        # cheapest-edge slot, a parent and a flag per component, whatever the thread count
         n0 = max(1, int(n_comp))
-        self.bk_buf = empty(T * n0, np.uint64)
-        self.be_buf = empty(T * n0, np.int64)
-        self.bo_buf = empty(T * n0, id_dtype)
-        self.work = (empty(n0, np.int64), empty(n0, np.bool_))
+        self.slot_buf = empty(n0, np.uint64)
+        self.work = (empty(n0, id_dtype), empty(n0, np.bool_))
+        # round maps hold live ids and finished ones -(F + 1): int32 while they fit
+        self.map_dtype = np.int32 if int(n_comp) + int(finished_offset) < 2**31 - 1 else np.int64
         self.maps = []          # round maps, input comp space first
         self.ch_buf = empty(n0, np.int64)  # every round's chosen edge ids, back to back
         self.n_chosen = 0
@@ -302,13 +367,13 @@ class _Solver:
             if m_before == 0 and not finish:
                 break
             t0 = time.perf_counter()
-            bk = self.bk_buf[:T * n_cur].reshape(T, n_cur)
-            be = self.be_buf[:T * n_cur].reshape(T, n_cur)
-            bo = self.bo_buf[:T * n_cur].reshape(T, n_cur)
-            _p_best(S.u, S.v, S.key, S.eid, S.seg, S.cnt, np.int64(n_cur), bk, be, bo)
+            slot = self.slot_buf[:n_cur]
+            kshift, qshift = S.packing
+            _p_best(S.u, S.v, S.key, S.eid, S.seg, S.cnt, np.int64(n_cur), slot, kshift, qshift)
             t1 = time.perf_counter()
-            M = empty(n_cur, np.int64)
-            n_ch, n_next, n_f = _p_reduce_contract(bk, be, bo, np.int64(n_cur), np.int64(self.fin),
+            M = empty(n_cur, self.map_dtype)
+            n_ch, n_next, n_f = _p_reduce_contract(slot, S.u, S.v, S.eid, qshift, np.int64(T), np.int64(n_cur),
+                                                   np.int64(self.fin),
                                                    bool(finish), self.work[0][:n_cur], self.work[1][:n_cur], M,
                                                    self.ch_buf[self.n_chosen:])
             self.n_chosen += int(n_ch)
