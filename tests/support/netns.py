@@ -1,13 +1,18 @@
 """Hosts of their own on one machine: Linux network namespaces joined by a bridge.
 
 :class:`Hosts` makes one namespace per host, each with an ``eth0`` holding a
-private address (``10.77.0.1``, ``.2``, ...), and a switch namespace holding
-the bridge their cables (veth pairs) plug into; nothing is added to this
-machine's own network, so no traffic leaves the namespaces.  Processes run in
-a host with :meth:`Hosts.run` and :meth:`Hosts.start`; :meth:`Hosts.close`
-kills those started (their process groups) and deletes every namespace by
-name, also after a failure.  Needs root and iproute2's ``ip``.
+private address (``10.0.0.1``, ``.2``, ...: the addresses the clusters guide
+uses), and a switch namespace holding the bridge their cables (veth pairs)
+plug into; nothing is added to this machine's own network, so no traffic
+leaves the namespaces and those addresses meet nothing outside them.
+Processes run in a host with :meth:`Hosts.run` and :meth:`Hosts.start`; a
+host's cable is pulled and plugged back with :meth:`Hosts.link`;
+:meth:`Hosts.scope` kills what a block started (one test on a module's
+hosts); :meth:`Hosts.close` kills those started (their process groups) and
+deletes every namespace by name, also after a failure.  Needs root and
+iproute2's ``ip``.
 """
+import contextlib
 import os
 import signal
 import subprocess
@@ -16,7 +21,7 @@ import time
 from support import needs
 
 #: The network the hosts share (a private range, inside the namespaces only).
-SUBNET = "10.77.0"
+SUBNET = "10.0.0"
 
 
 def require():
@@ -32,7 +37,7 @@ def _ip(*args):
 
 
 class Hosts:
-    """Namespaces named ``<tag>-<host>``, host ``i`` (from 1) at ``10.77.0.<i>``; see the module docstring."""
+    """Namespaces named ``<tag>-<host>``, host ``i`` (from 1) at ``10.0.0.<i>``; see the module docstring."""
 
     def __init__(self, names, tag=None):
         self.tag = tag or f"mst{os.getpid() % 100000}"
@@ -40,6 +45,7 @@ class Hosts:
         self.address = {n: f"{SUBNET}.{i}" for i, n in enumerate(self.names, 1)}
         self._made = []
         self._procs = []
+        self._down = set()
         try:
             self._make()
         except BaseException:
@@ -50,6 +56,8 @@ class Hosts:
         return f"{self.tag}-{name}"
 
     def _make(self):
+        for ns in [self.ns(n) for n in ("switch", *self.names)]:  # left by an earlier process of this id
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=30)
         switch = self.ns("switch")
         _ip("netns", "add", switch)
         self._made.append(switch)
@@ -72,13 +80,47 @@ class Hosts:
         """``argv`` run to its end on ``host``; the finished process (text ``stdout``/``stderr``)."""
         return subprocess.run(self._argv(host, argv), capture_output=True, text=True, timeout=timeout, **kwargs)
 
-    def start(self, host, argv, **kwargs):
-        """``argv`` started on ``host`` in a process group of its own (killed by :meth:`stop`, :meth:`close`)."""
+    def start(self, host, argv, lasting=False, **kwargs):
+        """``argv`` started on ``host`` in a process group of its own (killed by :meth:`stop`, :meth:`close`,
+        and, unless ``lasting``, at the end of the :meth:`scope` it is started in)."""
         kwargs.setdefault("stdout", subprocess.DEVNULL)
         kwargs.setdefault("stderr", subprocess.DEVNULL)
         p = subprocess.Popen(self._argv(host, argv), start_new_session=True, **kwargs)
+        p.lasting = lasting
         self._procs.append(p)
         return p
+
+    def kill(self, p):
+        """``p`` and its process group killed at once (SIGKILL: a host's worker gone without a word)."""
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        try:
+            p.wait(10)
+        except subprocess.TimeoutExpired:
+            pass
+
+    def link(self, host, up):
+        """``host``'s cable pulled (``up=False``: its port on the bridge down) or plugged back in."""
+        port = f"port{self.names.index(host) + 1}"
+        _ip("-n", self.ns("switch"), "link", "set", port, "up" if up else "down")
+        (self._down.discard if up else self._down.add)(host)
+
+    @contextlib.contextmanager
+    def scope(self):
+        """A block whose processes (but the ``lasting`` ones) are killed, and cables plugged back in, when
+        it ends (a test on a module's hosts)."""
+        mark = len(self._procs)
+        try:
+            yield self
+        finally:
+            ended = [p for p in self._procs[mark:] if not p.lasting]
+            for p in ended:
+                self.kill(p)
+            self._procs = self._procs[:mark] + [p for p in self._procs[mark:] if p.lasting]
+            for host in list(self._down):
+                self.link(host, True)
 
     def stop(self, p, timeout=10):
         """Stop ``p`` and its group: TERM, then KILL after ``timeout`` seconds."""
@@ -101,14 +143,7 @@ class Hosts:
         """Every process started killed (its group, at once: nothing of a test cluster is worth keeping),
         every namespace deleted (by name)."""
         for p in self._procs:
-            try:
-                os.killpg(p.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            try:
-                p.wait(10)
-            except subprocess.TimeoutExpired:
-                pass
+            self.kill(p)
         self._procs.clear()
         for ns in reversed(self._made):
             subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=30)
