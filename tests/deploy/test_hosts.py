@@ -141,8 +141,10 @@ def _guide_command(holding, spec=None):
     for block in re.finditer(r"^```bash\n(.*?)^```", open(GUIDE, encoding="utf-8").read(), re.M | re.S):
         for line in block[1].replace("\\\n", " ").splitlines():
             argv = shlex.split(line, comments=True)
-            if argv and argv[0] in ("dask", "mst-dist") and holding in " ".join(argv):
-                head = {"dask": [sys.executable, "-m", "dask"], "mst-dist": list(CLI)}[argv[0]]
+            if argv and argv[0] in ("dask", "mst-dist", "openssl") and holding in " ".join(argv):
+                head = {"dask": [sys.executable, "-m", "dask"], "mst-dist": list(CLI)}.get(argv[0], argv[:1])
+                if "<" in argv:  # stdin: the caller's
+                    argv = argv[:argv.index("<")]
                 return head + [spec if a.endswith("worker-hosts.yaml") and spec else a for a in argv[1:]]
     raise AssertionError(f"docs/guide/clusters.md: no bash command holding {holding!r}")
 
@@ -391,25 +393,56 @@ def test_a_cable_pulled_mid_run(net, tmp_path):
     client.end()
 
 
+def _restart_loop(net, host, spec):
+    """The guide's restart loop (``while true; do dask spec ...; sleep 5; done``) with ``spec`` started on
+    ``host`` (its log: ``<host>.log`` beside ``spec``)."""
+    block = _guide_block("bash", "while true; do dask spec")
+    line = next(ln for ln in block.splitlines() if ln.startswith("while true"))
+    env = dict(net.env, PATH=os.path.dirname(sys.executable) + os.pathsep + net.env["PATH"])  # this Python's dask
+    with open(os.path.join(os.path.dirname(spec), f"{host}.log"), "a") as log:
+        return net.start(host, ["bash", "-c", line.replace("workers/cpu-worker-hosts.yaml", spec)], env=env,
+                         stderr=log)
+
+
+def _kill_below(p):
+    """Every process ``p`` started (a worker and its nanny), not ``p`` itself, killed at once (SIGKILL)."""
+    import psutil
+
+    below = psutil.Process(p.pid).children(recursive=True)
+    for q in below:
+        q.kill()
+    psutil.wait_procs(below, timeout=10)
+    assert below
+
+
 def test_a_worker_killed_mid_run_then_a_partitioned_run(net, cluster, tmp_path):
-    """A third worker, on node3, killed (SIGKILL, nanny and all: the host's worker gone) while a run waits
-    between its rounds 0 and 1: the run ends on the two left with Kruskal's forest (Dask computes the lost
-    chunks again); then node2's killed the same way during a run with the vertex state cut into ranges
-    over the workers (``vertex_partition="always"``): it ends, on node1 alone, with Kruskal's forest too."""
+    """A third worker, on node3 under the guide's restart loop, killed (SIGKILL, nanny and all: the host's
+    worker gone) while a run waits between its rounds 0 and 1: the run ends on the two left with Kruskal's
+    forest (Dask computes the lost chunks again), and the loop brings node3's worker back; then node2's
+    killed the same way during a run with the vertex state cut into ranges over the workers
+    (``vertex_partition="always"``): it ends on node1 and node3 with Kruskal's forest too."""
     exp = expected(mst_dist.generate("grid", **GRID))
-    victims = {"node3": _worker(net, "node3", _spec(tmp_path, "cpu-worker-hosts.yaml")),
-               "node2": cluster.procs["node2"]}
+    node3 = _restart_loop(net, "node3", _spec(tmp_path, "cpu-worker-hosts.yaml"))
     client = _start_faults(net, tmp_path, [["resident", 3, {"vertex_partition": "never"}],
-                                           ["partitioned", 2, {"vertex_partition": "always"}]])
-    for run, victim, left in (("resident", "node3", 2), ("partitioned", "node2", 1)):
-        held = client.next()
-        assert held["held"] == run and len(held["workers"]) == left + 1, held
-        assert any(w.startswith(f"tcp://{net.address[victim]}:") for w in held["workers"]), held
-        net.kill(victims[victim])
-        client.go()
-        done = client.next()
-        assert done["run"] == run, done
-        assert_forest(exp, np.asarray(done["edge_ids"], dtype=np.int64))
+                                           ["partitioned", 3, {"vertex_partition": "always"}]])
+
+    held = client.next()
+    assert held["held"] == "resident" and len(held["workers"]) == 3, held
+    (gone,) = [w for w in held["workers"] if w.startswith(f"tcp://{net.address['node3']}:")]
+    _kill_below(node3)
+    client.go()
+    done = client.next()
+    assert done["run"] == "resident", done
+    assert_forest(exp, np.asarray(done["edge_ids"], dtype=np.int64))
+
+    held = client.next()  # (the run waited for 3 workers: node3's again, a new worker, the loop's)
+    assert held["held"] == "partitioned" and len(held["workers"]) == 3 and gone not in held["workers"], held
+    assert any(w.startswith(f"tcp://{net.address['node3']}:") for w in held["workers"]), held
+    net.kill(cluster.procs["node2"])
+    client.go()
+    done = client.next()
+    assert done["run"] == "partitioned", done
+    assert_forest(exp, np.asarray(done["edge_ids"], dtype=np.int64))
     client.end()
 
 
@@ -418,11 +451,11 @@ def test_a_worker_killed_mid_run_then_a_partitioned_run(net, cluster, tmp_path):
 # --------------------------------------------------------------------------
 
 def _verify(net, tmp_path, address, as_ip):
-    """``openssl s_client`` from the client host to ``address`` (host:port): the chain to ca.pem and the
-    certificate's IP SAN against ``as_ip``; the finished process."""
-    return net.run("client", ["openssl", "s_client", "-connect", address, "-CAfile", "ca.pem", "-cert", "client.pem",
-                              "-key", "client-key.pem", "-verify_ip", as_ip, "-verify_return_error", "-brief"],
-                   cwd=tmp_path, input="", errors="replace", timeout=60)
+    """The guide's ``openssl s_client`` from the client host to ``address`` (host:port): the chain to ca.pem
+    and the certificate's IP SAN checked against ``as_ip``; the finished process."""
+    guide = "openssl s_client -connect 10.0.0.1:8786"
+    argv = [{"10.0.0.1:8786": address, "10.0.0.1": as_ip}.get(a, a) for a in _guide_command(guide)]
+    return net.run("client", argv, cwd=tmp_path, input="", errors="replace", timeout=60)
 
 
 def test_tls_between_the_hosts_as_the_guide_makes_it(hosts, cluster, tmp_path):
