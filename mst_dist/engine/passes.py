@@ -287,4 +287,4 @@ def vertex_labels(vmap, n_vertices):
     """Canonical component labels (numbered by smallest vertex) and their count."""
     if vmap is None:
         vmap = np.arange(n_vertices, dtype=np.int64)
-    return host_kernels().labels([-(vmap.astype(np.int64) + 1)], n_vertices)
+    return host_kernels().labels([-(vmap + 1)], n_vertices)  # in the map's dtype: int32 while ids fit

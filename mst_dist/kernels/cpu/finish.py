@@ -17,8 +17,8 @@ def _compose_step(M, final, out):
 
 
 @njit(nogil=True, cache=True)
-def _canonical(final, n_fin):
-    seen = np.full(n_fin, -1, np.int64)
+def _canonical(final, n_fin, seen):
+    """Number final components by their smallest vertex (``seen``: ``n_fin`` slots, all -1)."""
     out = np.empty(final.shape[0], np.int64)
     cnt = 0
     for i in range(final.shape[0]):
@@ -125,7 +125,9 @@ def labels(maps, n_vertices):
     if T >= 4 and n_fin <= n_vertices // 4:
         out, cnt = _canonical_p(final, n_fin, T, empty(n_vertices, np.int64))
     else:
-        out, cnt = _canonical(final, n_fin)
+        # int32 slots while the labels fit: 4 bytes a final component beside the int64 labels
+        seen = np.full(n_fin, -1, np.int32 if n_fin < 2**31 else np.int64)
+        out, cnt = _canonical(final, n_fin, seen)
     return out, int(cnt)
 
 
