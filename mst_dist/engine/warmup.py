@@ -20,7 +20,7 @@ use.
 How the kernels compile (Numba's cache, the fingerprint, the groups of
 kernels, the processes that compile them side by side) is the kernels'
 compile policy, :mod:`mst_dist.kernels.compile`; this module decides when,
-and adds the engine's own paths and the generators' kernel.
+and adds the engine's own paths and the generators' kernels.
 """
 from __future__ import annotations
 
@@ -118,11 +118,10 @@ def _raw_group(weight_dtype):
 
 
 def _generator_kernels():
-    """The generators' own compiled kernel (R-MAT's levels), so a generated graph compiles nothing in its run."""
-    from mst_dist.generators import families
+    """The generators' own compiled kernels (their counter-based draws), so a generated graph compiles nothing in its run."""
+    from mst_dist.generators import philox
 
-    p = families.rmat(4, edge_factor=2).sources[0].params
-    families._rmat_rows(0, p["m"], **p)
+    philox.exercise()
 
 
 def _solve_group(weight_dtype):
@@ -206,9 +205,9 @@ def _kind(weight_dtype):
 
 def _kernel_modules():
     """The modules whose Numba kernels a run compiles: the CPU backend's, and the generators' own."""
-    from mst_dist.generators import families
+    from mst_dist.generators import philox
 
-    return kernel_compile.kernel_modules(families)
+    return kernel_compile.kernel_modules(philox)
 
 
 def _dispatchers():

@@ -11,14 +11,13 @@ are a function of the edge index (only their weights are drawn).
 """
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-from functools import partial
-
 import numpy as np
 
+from mst_dist.generators.philox import weights_into
+
 __all__ = ["BLOCK", "TAGS", "STREAM_BLOCK", "STREAM_GLOBAL", "STREAM_SHAPE", "block_rng",
-           "global_rng", "draw_weights", "empty_rows", "check_range", "block_spans", "block_rows", "random_rows",
-           "range_weights", "fixed_rows"]
+           "global_rng", "draw_weights", "empty_rows", "check_range", "block_spans", "fixed_rows",
+           "counter_weights"]
 
 #: Edges per random block.  Part of the definition of every generated graph:
 #: changing it changes the graphs of the random families.
@@ -90,58 +89,6 @@ def block_spans(start, stop, m):
         yield b, b0, blen, max(start, b0) - b0, min(stop, b0 + blen) - b0
 
 
-def block_rows(start, stop, m, weights, fill, threads=1):
-    """Rows [start, stop) written block by block by ``fill`` into arrays made here.
-
-    ``fill(block, block_len, lo, hi, out, o)`` writes rows ``lo:hi`` of the
-    block into ``out = (src, dst, weight)`` from position ``o``.  With
-    ``threads > 1`` the blocks are filled on that many threads (for a
-    ``fill`` that releases the GIL for most of its time).
-    """
-    start, stop = check_range(start, stop, m)
-    if start == stop:
-        return empty_rows(weights)
-    out = (np.empty(stop - start, np.int64), np.empty(stop - start, np.int64),
-           np.empty(stop - start, np.int64 if weights == "int" else np.float64))
-    jobs = [partial(fill, b, blen, lo, hi, out, b0 + lo - start)
-            for b, b0, blen, lo, hi in block_spans(start, stop, m)]
-    threads = min(len(jobs), threads)
-    if threads <= 1:
-        for job in jobs:
-            job()
-    else:
-        with ThreadPoolExecutor(threads, thread_name_prefix="mst-blocks") as pool:
-            for f in [pool.submit(job) for job in jobs]:
-                f.result()
-    return out
-
-
-def random_rows(start, stop, m, seed, tag, weights, wmin, wmax, draw, **kw):
-    """Rows [start, stop) of a random family whose block structure comes from ``draw``.
-
-    ``draw(rng, size, **kw) -> (src, dst)`` draws a whole block's endpoints;
-    the block's weights are drawn after them from the same stream.
-    """
-    def fill(b, blen, lo, hi, out, o):
-        rng = block_rng(seed, tag, b)
-        s, d = draw(rng, blen, **kw)
-        w = draw_weights(rng, blen, weights, wmin, wmax)
-        for a, x in zip(out, (s, d, w)):
-            a[o:o + hi - lo] = x[lo:hi]
-
-    return block_rows(start, stop, m, weights, fill)
-
-
-def range_weights(start, stop, m, seed, tag, weights, wmin, wmax):
-    """Weights of rows [start, stop) of a family with deterministic structure."""
-    out = np.empty(stop - start, np.int64 if weights == "int" else np.float64)
-    for b, b0, blen, lo, hi in block_spans(start, stop, m):
-        w = draw_weights(block_rng(seed, tag, b), blen, weights, wmin, wmax)
-        o = b0 + lo - start
-        out[o:o + hi - lo] = w[lo:hi]
-    return out
-
-
 def fixed_rows(start, stop, m, seed, tag, weights, wmin, wmax, structure, **kw):
     """Rows [start, stop) of a family whose endpoints are a function of the edge index."""
     start, stop = check_range(start, stop, m)
@@ -149,4 +96,10 @@ def fixed_rows(start, stop, m, seed, tag, weights, wmin, wmax, structure, **kw):
         return empty_rows(weights)
     e = np.arange(start, stop, dtype=np.int64)
     s, d = structure(e, **kw)
-    return s, d, range_weights(start, stop, m, seed, tag, weights, wmin, wmax)
+    return s, d, counter_weights(start, stop, seed, tag, weights, wmin, wmax)
+
+
+def counter_weights(start, stop, seed, tag, weights, wmin, wmax):
+    """Weights of edges [start, stop) from the counter-based stream (:mod:`.philox`), edge by edge."""
+    out = np.empty(stop - start, np.int64 if weights == "int" else np.float64)
+    return weights_into(out, start, seed, tag, weights, wmin, wmax)

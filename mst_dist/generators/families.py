@@ -1,11 +1,11 @@
 """The families with a known size: structure, row functions (run on the workers) and builders.
 
-``erdos_renyi`` and ``gnp`` draw their endpoints block by block
-(:func:`~mst_dist.generators.blocks.random_rows`); ``rmat`` draws from the
-same per-block streams, read raw by a compiled kernel of its own
-(:func:`_rmat_block`); ``circulant``, ``grid``, ``hypercube``, ``caveman``
-and ``connected_caveman`` compute each edge's endpoints from its index
-(:func:`~mst_dist.generators.blocks.fixed_rows`).
+``erdos_renyi``, ``gnp`` and ``rmat`` draw each edge's endpoints from the
+counter-based stream, edge by edge, in the compiled kernels of
+:mod:`~mst_dist.generators.philox`; ``circulant``, ``grid``, ``hypercube``,
+``caveman`` and ``connected_caveman`` compute each edge's endpoints from its
+index (:func:`~mst_dist.generators.blocks.fixed_rows`).  Every family's
+weights come from the same counter-based stream.
 No family builds a table whose size grows with the number of vertices.  Each
 builder validates its parameters, sizes the graph and returns a
 :class:`~mst_dist.graph.Graph` with one
@@ -13,15 +13,12 @@ builder validates its parameters, sizes the graph and returns a
 """
 from __future__ import annotations
 
-from functools import partial
-
-import numba
 import numpy as np
-from numba import njit
 
 from mst_dist.generators.blocks import (
-    STREAM_GLOBAL, TAGS, block_rng, block_rows, draw_weights, fixed_rows, global_rng, random_rows,
+    STREAM_GLOBAL, TAGS, check_range, counter_weights, fixed_rows, global_rng,
 )
+from mst_dist.generators.philox import key_of, rmat_edges, rmat_thresholds, span_of, uniform_pairs
 from mst_dist.generators.checks import Number, Weights, as_float, as_int, check_size, weight_spec
 from mst_dist.graph import FunctionSource, Graph
 
@@ -32,17 +29,6 @@ __all__ = ["erdos_renyi", "gnp", "circulant", "grid", "hypercube", "caveman", "c
 # --------------------------------------------------------------------------
 # per-family structure (pure array functions)
 # --------------------------------------------------------------------------
-
-def _draw_uniform_pairs(rng, size, n, ordered=False):
-    """Uniform pairs ``u != v``: u uniform, v = u + 1 + uniform[0, n-1) mod n."""
-    u = rng.integers(0, n, size=size, dtype=np.int64)
-    v = rng.integers(0, n - 1, size=size, dtype=np.int64)
-    v += u + 1
-    v %= n
-    if ordered:
-        return np.minimum(u, v), np.maximum(u, v)
-    return u, v
-
 
 def _circulant_structure(e, n, d):
     """Edge e of the circulant graph: (i, i + j mod n) with i = e // d, j = e % d + 1."""
@@ -131,8 +117,9 @@ def _scramble(x, scale, mults, adds, shift):
     """R-MAT's id scramble as defined, in NumPy: a bijection of [0, 2**scale).
 
     Rounds of ``x = (x * odd + c) mod 2**scale`` and ``x ^= x >> shift``.
-    The generator computes it inside :func:`_rmat_sub_block`; this statement
-    of it is what the tests hold the kernel to.
+    The generator computes it inside
+    :func:`~mst_dist.generators.philox.rmat_edges`; this statement of it is
+    what the tests hold the kernel to.
     """
     mask = np.uint64((1 << scale) - 1)
     y = x.astype(np.uint64)
@@ -144,129 +131,44 @@ def _scramble(x, scale, mults, adds, shift):
     return y.view(np.int64)
 
 
-_RMAT_SUB = 1 << 16   # edges per sub-block of an R-MAT block: its draws are level-major
-_RMAT_TILE = 2048     # edges per tile of the level kernel (accumulators stay in L1)
-
-
-@njit(nogil=True, cache=True)
-def _rmat_sub_block(r32, k, i0, i1, scale, ta, tab, tabc, mults, adds, shift, u, v, out_s, out_d, o):
-    """Edges ``i0:i1`` of one R-MAT sub-block of ``k`` edges, scrambled, into ``out_*[o:]``.
-
-    ``r32`` holds the sub-block's ``scale * k`` uint32 draws in stream order,
-    level-major (level ``L`` of edge ``i`` is ``r32[L * k + i]``).  NumPy's
-    float32 uniform of a draw ``x`` is ``(x >> 8) * 2**-24`` exactly, so
-    comparing ``x >> 8`` with the integer thresholds ``ta = ceil(a * 2**24)``
-    etc. picks the same quadrant as comparing the float.  Tile by tile
-    (``u.shape[0]`` edges), level by level, so the two accumulators ``u``,
-    ``v`` stay in L1 and the level loop vectorises; they are uint32 up to
-    scale 32 (twice the lanes of uint64).
-    """
-    tile = u.shape[0]
-    one = u.dtype.type(1)
-    mask = (one << u.dtype.type(scale)) - one
-    sh = u.dtype.type(shift)
-    for t0 in range(i0, i1, tile):
-        n = min(tile, i1 - t0)
-        u[:n] = 0
-        v[:n] = 0
-        for level in range(scale):
-            base = level * k + t0
-            for j in range(n):
-                x = r32[base + j] >> np.uint32(8)
-                hi = x >= tab
-                lo = (x >= ta) ^ (x >= tabc) ^ hi
-                u[j] = (u[j] << one) | hi
-                v[j] = (v[j] << one) | lo
-        for r in range(mults.shape[0]):
-            mul, add = u.dtype.type(mults[r]), u.dtype.type(adds[r])
-            for j in range(n):
-                y = (u[j] * mul + add) & mask   # wraps mod 2**32 or 2**64: the low bits are exact
-                u[j] = y ^ (y >> sh)
-                y = (v[j] * mul + add) & mask
-                v[j] = y ^ (y >> sh)
-        for j in range(n):
-            out_s[o + t0 - i0 + j] = np.int64(u[j])
-            out_d[o + t0 - i0 + j] = np.int64(v[j])
-
-
-def _rmat_thresholds(a, b, c):
-    """Integer thresholds on ``x >> 8`` equal to comparing NumPy's float32 uniform with a, a+b, a+b+c."""
-    return tuple(np.uint32(min(int(np.ceil(np.float64(np.float32(t)) * 16777216.0)), 1 << 24))
-                 for t in (a, a + b, a + b + c))
-
-
-def _rmat_block(b, blen, lo, hi, out, o, *, seed, tag, scale, thresholds, mults, adds, shift,
-                weights, wmin, wmax):
-    """Rows ``lo:hi`` of R-MAT block ``b`` (``blen`` edges) into the arrays ``out`` at ``o``.
-
-    The block's stream is read as NumPy's own PCG64 would serve it to
-    ``Generator.random(k, dtype=float32)`` sub-block by sub-block and level
-    by level (each float32 takes one uint32, the low half of a raw 64-bit
-    output first, then the high half); raw outputs come from
-    ``BitGenerator.random_raw`` (no float conversion, the GIL released) and
-    sub-blocks outside ``lo:hi`` are skipped with ``advance``.  The weights
-    are then drawn by a ``Generator`` left in exactly the state the
-    structure's draws leave, so every edge is the one the definition gives.
-    """
-    out_s, out_d, out_w = out
-    bg = block_rng(seed, tag, b).bit_generator
-    raws_done = 0          # raw outputs consumed so far
-    last = None            # the last raw output drawn, when the structure ends inside it
-    acc = np.uint32 if scale <= 32 else np.uint64
-    tile = min(_RMAT_TILE, blen)
-    u, v = np.empty(tile, acc), np.empty(tile, acc)
-    total = blen * scale   # uint32 draws of the structure
-    for s0 in range(0, blen, _RMAT_SUB):
-        k = min(_RMAT_SUB, blen - s0)
-        a0, a1 = max(lo, s0) - s0, min(hi, s0 + k) - s0
-        if a0 >= a1:
-            continue
-        first = s0 * scale // 2   # s0 * scale is even: _RMAT_SUB is
-        if first > raws_done:
-            bg.advance(first - raws_done)
-        raws = bg.random_raw((k * scale + 1) // 2)
-        raws_done = first + raws.shape[0]
-        last = raws[-1]
-        _rmat_sub_block(raws.view(np.uint32), k, a0, a1, scale, *thresholds, mults, adds, shift,
-                        u, v, out_s, out_d, o + s0 + a0 - lo)
-    end = (total + 1) // 2
-    if raws_done < end:
-        if total % 2:
-            bg.advance(end - 1 - raws_done)
-            last = bg.random_raw()
-        else:
-            bg.advance(end - raws_done)
-    if total % 2:   # the structure used the low half of its last raw: the high half waits
-        state = bg.state
-        state["has_uint32"], state["uinteger"] = 1, int(last) >> 32
-        bg.state = state
-    w = draw_weights(np.random.Generator(bg), blen, weights, wmin, wmax)
-    out_w[o:o + hi - lo] = w[lo:hi]
-
-
 # --------------------------------------------------------------------------
 # row functions (module level: pickled into the workers' tasks)
 # --------------------------------------------------------------------------
 
+def _pairs_rows(start, stop, *, n, m, seed, tag, weights, wmin, wmax, ordered):
+    """Rows [start, stop) of uniform pairs of distinct vertices, drawn edge by edge (:mod:`.philox`)."""
+    start, stop = check_range(start, stop, m)
+    s, d = np.empty(stop - start, np.int64), np.empty(stop - start, np.int64)
+    if stop > start:
+        k0, k1 = key_of(seed, tag)
+        _, rej_n = span_of(0, n - 1)
+        _, rej_n1 = span_of(0, n - 2)
+        uniform_pairs(np.int64(start), k0, k1, np.int64(n), rej_n, rej_n1, ordered, s, d)
+    return s, d, counter_weights(start, stop, seed, tag, weights, wmin, wmax)
+
+
 def _erdos_renyi_rows(start, stop, *, n, m, seed, tag, weights, wmin, wmax):
     """Rows [start, stop) of G(n, m) with replacement."""
-    return random_rows(start, stop, m, seed, tag, weights, wmin, wmax,
-                        _draw_uniform_pairs, n=n)
+    return _pairs_rows(start, stop, n=n, m=m, seed=seed, tag=tag, weights=weights, wmin=wmin,
+                       wmax=wmax, ordered=False)
 
 
 def _gnp_rows(start, stop, *, n, m, seed, tag, weights, wmin, wmax):
     """Rows [start, stop) of G(n, p) given its drawn edge count m (pairs as u < v)."""
-    return random_rows(start, stop, m, seed, tag, weights, wmin, wmax,
-                        _draw_uniform_pairs, n=n, ordered=True)
+    return _pairs_rows(start, stop, n=n, m=m, seed=seed, tag=tag, weights=weights, wmin=wmin,
+                       wmax=wmax, ordered=True)
 
 
 def _rmat_rows(start, stop, *, m, scale, a, b, c, mults, adds, shift, seed, tag,
                weights, wmin, wmax):
-    """Rows [start, stop) of the R-MAT graph, its blocks drawn on the process's Numba threads."""
-    fill = partial(_rmat_block, seed=seed, tag=tag, scale=scale, thresholds=_rmat_thresholds(a, b, c),
-                   mults=np.array(mults, np.uint64), adds=np.array(adds, np.uint64), shift=shift,
-                   weights=weights, wmin=wmin, wmax=wmax)
-    return block_rows(start, stop, m, weights, fill, threads=numba.get_num_threads())
+    """Rows [start, stop) of the R-MAT graph, drawn edge by edge on the process's Numba threads."""
+    start, stop = check_range(start, stop, m)
+    s, d = np.empty(stop - start, np.int64), np.empty(stop - start, np.int64)
+    if stop > start:
+        k0, k1 = key_of(seed, tag)
+        rmat_edges(np.int64(start), k0, k1, np.int64(scale), *rmat_thresholds(a, b, c),
+                   np.array(mults, np.uint64), np.array(adds, np.uint64), np.int64(shift), s, d)
+    return s, d, counter_weights(start, stop, seed, tag, weights, wmin, wmax)
 
 
 def _circulant_rows(start, stop, *, n, d, m, seed, tag, weights, wmin, wmax):
@@ -529,9 +431,11 @@ def rmat(scale: int, edge_factor: int = 16, a: float = 0.57, b: float = 0.19, c:
          wmax: Number = 1000) -> Graph:
     """Build a Graph500-style R-MAT graph: ``2**scale`` vertices, ``edge_factor 2**scale`` edges.
 
-    For each of ``scale`` levels one float32 uniform picks a quadrant with
-    probabilities ``a, b, c, 1 - a - b - c`` and sets that level's bit of the
-    endpoints.  Vertex ids are then scrambled by a seeded bijection of
+    For each of ``scale`` levels one uniform 32-bit draw picks a quadrant
+    with probabilities ``a, b, c, 1 - a - b - c`` (each exact to within
+    ``2**-33``) and sets that level's bit of the endpoints; the draws are
+    Philox4x32-10 outputs of counter (edge, level // 4), so any edge is
+    generated alone, on any worker.  Vertex ids are then scrambled by a seeded bijection of
     ``[0, 2**scale)`` computed arithmetically (rounds of multiply by an odd
     constant plus a constant, mod ``2**scale``, and an xorshift), so high
     degree vertices are spread over the id space without an n-sized table.

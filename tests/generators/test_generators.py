@@ -260,51 +260,6 @@ def test_connected_caveman_matches_networkx(g_, k):
     assert edge_set(s, d) == {frozenset(e) for e in ref.edges()}
 
 
-def _rmat_reference(start, stop, *, m, scale, a, b, c, mults, adds, shift, seed, tag, weights,
-                    wmin, wmax):
-    """Rows [start, stop) of R-MAT from its definition: per block, per sub-block, per level, ``k``
-    float32 uniforms from the block's ``Generator``; the block's weights from the same stream."""
-    s_out, d_out, w_out = [], [], []
-    for blk, b0, blen, lo, hi in blocks.block_spans(start, stop, m):
-        rng = blocks.block_rng(seed, tag, blk)
-        u = np.zeros(blen, np.uint64)
-        v = np.zeros(blen, np.uint64)
-        for s0 in range(0, blen, families._RMAT_SUB):
-            k = min(families._RMAT_SUB, blen - s0)
-            for _ in range(scale):
-                r = rng.random(k, dtype=np.float32)
-                quadrant = ((r >= np.float32(a)).astype(int) + (r >= np.float32(a + b))
-                            + (r >= np.float32(a + b + c)))
-                u[s0:s0 + k] = u[s0:s0 + k] * 2 + (quadrant >= 2)
-                v[s0:s0 + k] = v[s0:s0 + k] * 2 + (quadrant % 2)
-        w = blocks.draw_weights(rng, blen, weights, wmin, wmax)
-        s_out.append(families._scramble(u, scale, mults, adds, shift)[lo:hi])
-        d_out.append(families._scramble(v, scale, mults, adds, shift)[lo:hi])
-        w_out.append(w[lo:hi])
-    return np.concatenate(s_out), np.concatenate(d_out), np.concatenate(w_out)
-
-
-@pytest.mark.parametrize("params, m, ranges", [
-    (dict(scale=16, edge_factor=17, a=0.45, b=0.15, c=0.15, seed=5), None,
-     [(0, 17 << 16), (100_000, 1_100_000), (BLOCK - 3, BLOCK + 60_000)]),
-    (dict(scale=7, edge_factor=8, weights="float", wmin=0.5, wmax=2.0, seed=3), None, [(13, 777)]),
-    (dict(scale=1, edge_factor=3), None, [(0, 6), (1, 5)]),
-    (dict(scale=40, edge_factor=1), 70_001, [(0, 70_001), (65_530, 70_001)]),
-    # an odd edge count at an odd scale: the structure ends in the low half of a raw output
-    (dict(scale=5, seed=2), 70_001, [(0, 70_001), (3, 65_537), (66_000, 70_001)]),
-    (dict(scale=5, seed=2, weights="float", wmin=0.0, wmax=1.0), 70_001, [(60_000, 70_001)]),
-])
-def test_rmat_rows_follow_the_definition(params, m, ranges):
-    p = dict(generate("rmat", **params).sources[0].params)
-    if m is not None:
-        p["m"] = m
-    for start, stop in ranges:
-        got = families._rmat_rows(start, stop, **p)
-        want = _rmat_reference(start, stop, **p)
-        for g, w in zip(got, want):
-            assert g.dtype == w.dtype and np.array_equal(g, w)
-
-
 def test_rmat_scramble_is_a_bijection():
     for scale in (1, 2, 5, 12):
         for seed in (0, 1, 123):
