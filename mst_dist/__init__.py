@@ -32,6 +32,7 @@ from mst_dist._version import __version__
 _LAZY = {
     "read": ("io.readers", "read"),
     "hdbscan": ("clustering.hdbscan", "hdbscan"),
+    "HDBSCAN": ("clustering.estimator", "HDBSCAN"),
     "write_forest": ("io.writers", "write_forest"),
     "write_labels": ("io.writers", "write_labels"),
     "write_graph": ("io.writers", "write_graph"),
@@ -73,6 +74,7 @@ __all__ = [
     "minimum_spanning_forest",
     "maximum_spanning_forest",
     "hdbscan",
+    "HDBSCAN",
     "generate",
     "GENERATORS",
     "read",

@@ -15,7 +15,8 @@ PKG = pathlib.Path(ROOT) / "mst_dist"
 #: Each layer may import the layers listed after it (and itself), nothing above.
 LAYERS = [
     ("cli", "bench", "nx"),                # what a person runs; the networkx backend
-    ("api", "clustering.hdbscan"),         # minimum_spanning_forest (starts the embedded cluster); HDBSCAN runs it
+    ("api", "clustering.hdbscan",          # minimum_spanning_forest (starts the embedded cluster); HDBSCAN runs it
+     "clustering.estimator"),              # the HDBSCAN estimator: kNN graphs of points, then hdbscan
     ("clustering.neighbours", "clustering._distributed_knn"),  # kNN graphs of points, searched on the cluster
     ("deploy",),                           # clusters mst-dist starts or joins
     ("diagnostics",),                      # dashboard page, figures, progress

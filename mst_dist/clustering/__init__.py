@@ -5,7 +5,8 @@ minimum spanning forest; HDBSCAN builds its hierarchy from the forest of
 mutual reachability distances; each Borůvka round is one level of affinity
 clustering.  :class:`~mst_dist.MSFResult` has :meth:`~mst_dist.MSFResult.linkage`,
 :meth:`~mst_dist.MSFResult.clusters` and :meth:`~mst_dist.MSFResult.levels`;
-this package holds their implementations, :func:`mst_dist.hdbscan` and the kNN
+this package holds their implementations, :func:`mst_dist.hdbscan`, the
+:class:`~mst_dist.HDBSCAN` estimator with its prediction functions, and the kNN
 graph inputs.
 """
 from mst_dist.clustering.flat import clusters
@@ -16,7 +17,9 @@ from mst_dist.clustering.linkage import linkage
 #: Names imported on first use, by module: HDBSCAN runs the engine and the kNN search runs on the
 #: cluster (they sit above the API), while the forest's own methods here sit beside the result.
 _LAZY = {"hdbscan": ".hdbscan", "HDBSCANResult": ".hdbscan", "CONDENSED_DTYPE": ".hdbscan",
-         "knn_graph": ".neighbours", "from_points": ".neighbours"}
+         "knn_graph": ".neighbours", "from_points": ".neighbours", "HDBSCAN": ".estimator",
+         "approximate_predict": ".prediction", "membership_vector": ".prediction",
+         "all_points_membership_vectors": ".prediction"}
 
 
 def __getattr__(name):
@@ -34,4 +37,5 @@ def __dir__():
 
 
 __all__ = ["linkage", "clusters", "levels", "write_levels", "hdbscan", "HDBSCANResult",
-           "CONDENSED_DTYPE", "from_kneighbors_graph", "from_points", "knn_graph"]
+           "CONDENSED_DTYPE", "from_kneighbors_graph", "from_points", "knn_graph", "HDBSCAN",
+           "approximate_predict", "membership_vector", "all_points_membership_vectors"]
