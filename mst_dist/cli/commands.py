@@ -297,6 +297,23 @@ def _setup_logging(args, console=None):
     quiet_engine_errors()
 
 
+def _pause_shown(live):
+    """What a :class:`~mst_dist.diagnostics.progress.PauseMonitor` calls: the live line shows the paused
+    workers while they are paused; without one, the first pause is one log line."""
+    from mst_dist.diagnostics.progress import format_pause
+
+    if live is not None:
+        return live.pause
+    told = []
+
+    def log_once(pause):
+        if pause is not None and not told:
+            told.append(pause)
+            logger.warning("%s (Dask's memory manager)", format_pause(pause))
+
+    return log_once
+
+
 def _live_progress(args, console):
     """The live progress display, or ``None``: only on a terminal, never with --quiet or on an MPI rank."""
     if args.quiet or not sys.stdout.isatty() or not console.is_terminal or _under_mpi():
@@ -402,7 +419,9 @@ def _run(args, console=None):
     import dask.config
 
     from mst_dist.api import solve
+    from mst_dist.cli import memorylogs
     from mst_dist.cli import report as rpt
+    from mst_dist.diagnostics.progress import PauseMonitor
     from mst_dist.cli.runconfig import run_settings
     from mst_dist.io.writers import write_forest
 
@@ -434,7 +453,10 @@ def _run(args, console=None):
         if client is None:
             return 0  # an MPI rank that served as the scheduler or a worker: the run is over
         if cfg["cluster"]["kind"] in ("local", "local-cuda"):
-            client.run(quiet_engine_errors)  # worker processes started here log as this process does
+            # worker processes started here (restarted ones too) log as this process does
+            client.register_plugin(memorylogs.WorkerLogFilters(also=quiet_engine_errors),
+                                   name=memorylogs.WorkerLogFilters.name)
+        memorylogs.install()
         if graph is None:
             # an input file: read by the cluster's workers (mst_dist.read scans and loads there)
             if submit:
@@ -446,7 +468,8 @@ def _run(args, console=None):
         if shape.get("dashboard"):
             logger.info("MST dashboard page: %s", shape["dashboard"])
         # the run config's engine settings (placement) hold for this run only
-        with dask.config.set(run_settings(cfg)), live if live is not None else contextlib.nullcontext():
+        with dask.config.set(run_settings(cfg)), live if live is not None else contextlib.nullcontext(), \
+                PauseMonitor(client, _pause_shown(live)):
             if getattr(args, "maximum", False):
                 from mst_dist.api import _negated, _unnegated
 
@@ -454,6 +477,11 @@ def _run(args, console=None):
             else:
                 result = solve(graph, client, spec)
     finally:
+        if client is not None:
+            local = cfg["cluster"]["kind"] in ("local", "local-cuda")  # where the workers count too
+            said = memorylogs.summary(memorylogs.cluster_counts(client if local else None))
+            if said:
+                logger.warning(said)
         close()
     output = None
     if cfg["output"] is not None:

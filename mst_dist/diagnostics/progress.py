@@ -11,6 +11,12 @@ install``), kept on the screen with its time once done.  :class:`LiveProgress` s
 status line, with the elapsed time ticking between events, and the rounds
 done so far.  It draws only on a terminal; ``mst-dist run`` turns it off when
 stdout is not one, and with ``--quiet``.
+
+Workers paused by Dask's memory manager stop a run without an event:
+:class:`PauseMonitor` polls the scheduler while a run waits and tells of each
+change, and :meth:`LiveProgress.pause` puts it under the status line
+(:func:`format_pause`: ``paused: 2 of 2 workers, memory 10.1 of 12.0 GiB;
+waiting for memory``).
 """
 from __future__ import annotations
 
@@ -19,7 +25,7 @@ import time
 
 from mst_dist.phases import Phase
 
-__all__ = ["LiveProgress", "format_event"]
+__all__ = ["LiveProgress", "PauseMonitor", "format_event", "format_pause"]
 
 
 def _pass_line(ev):
@@ -61,6 +67,67 @@ def format_event(ev, elapsed=None):
             f"{el:8.1f} s")
 
 
+def format_pause(pause):
+    """One line for a :class:`~mst_dist.engine.watchdog.MemoryPause`:
+    ``paused: 2 of 2 workers, memory 10.1 of 12.0 GiB; waiting for memory``."""
+    mem = ""
+    if pause.memory is not None and pause.limit:
+        mem = f", memory {pause.memory / 2**30:.1f} of {pause.limit / 2**30:.1f} GiB"
+    return f"paused: {pause.paused} of {pause.workers} workers{mem}; waiting for memory"
+
+
+class PauseMonitor:
+    """Polls the scheduler from a thread while a run waits; calls ``on_change(pause)`` when the workers
+    paused by Dask's memory manager change.
+
+    ``pause`` is a :class:`~mst_dist.engine.watchdog.MemoryPause`, or ``None``
+    once no worker is paused any more.  The first poll is at once: a run that
+    starts on paused workers says so.  A context manager; ``interval``:
+    seconds between polls.
+    """
+
+    def __init__(self, client, on_change, interval=1.0):
+        self.client = client
+        self.on_change = on_change
+        self.interval = interval
+        self.pause = None
+        self._stop = threading.Event()
+        self._thread = None
+
+    def poll(self):
+        """Ask the scheduler once; tell ``on_change`` when the paused workers (their number) changed."""
+        from mst_dist.engine.cluster_info import scheduler_workers
+        from mst_dist.engine.watchdog import memory_pause
+
+        pause = memory_pause(scheduler_workers(self.client))
+        changed = (pause is None) != (self.pause is None) or (
+            pause is not None and (pause.paused, pause.workers) != (self.pause.paused, self.pause.workers))
+        self.pause = pause
+        if changed or pause is not None:  # the memory moves while paused: the line follows it
+            self.on_change(pause)
+        return pause
+
+    def _loop(self):
+        while True:
+            try:
+                self.poll()
+            except Exception:  # a closing client: the run's own waits say so
+                pass
+            if self._stop.wait(self.interval):
+                return
+
+    def __enter__(self):
+        self._thread = threading.Thread(target=self._loop, name="mst-pause-monitor", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        return False
+
+
 class LiveProgress:
     """A rich ``Live`` status display; call it with phase events, use it as a context manager.
 
@@ -79,9 +146,27 @@ class LiveProgress:
         self._seen_at = self._t0
         self._lock = threading.Lock()
         self._live = None
+        self.paused = None  # a MemoryPause while workers are paused (PauseMonitor)
 
     # rich calls this on each refresh: the elapsed time moves between events
     def __rich__(self):
+        from rich.console import Group
+
+        grid = self._status()
+        with self._lock:
+            paused = self.paused
+        if paused is None:
+            return grid
+        return Group(grid, f"[bold yellow]{format_pause(paused)}[/]")
+
+    def pause(self, paused):
+        """Workers paused by the memory manager (a ``MemoryPause``), or ``None``: shown under the status line."""
+        with self._lock:
+            self.paused = paused
+        if self._live is not None:
+            self._live.refresh()
+
+    def _status(self):
         from rich.spinner import Spinner
         from rich.table import Table
 

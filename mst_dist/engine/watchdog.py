@@ -17,13 +17,15 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from dataclasses import dataclass
 
 from mst_dist.engine.cluster_info import scheduler_workers
 from mst_dist.errors import ClusterStalledError  # defined with the package's other errors
 
 logger = logging.getLogger("mst_dist")
 
-__all__ = ["ClusterStalledError", "Watchdog", "cancel_run", "stalled_from_killed", "ADVICE"]
+__all__ = ["ClusterStalledError", "Watchdog", "MemoryPause", "memory_pause", "cancel_run", "stalled_from_killed",
+           "ADVICE"]
 
 #: What to change when a run runs out of workers or memory (every message ends with it).
 ADVICE = ("give each worker more memory (--memory-limit, cluster.memory_limit, or the workers' own "
@@ -49,6 +51,33 @@ def stalled_from_killed(exc):
         f"task {key!s} was running on {times}workers that all died (distributed.scheduler.allowed-failures = "
         f"{allowed}): most often a worker killed for using more than its memory limit; {ADVICE}",
         "killed-worker", key=key)
+
+
+@dataclass(frozen=True)
+class MemoryPause:
+    """Workers paused by Dask's memory manager, as the scheduler last reported them.
+
+    ``memory`` and ``limit``: process memory and memory limits in bytes,
+    summed over every worker that reports both (``None`` where none does).
+    """
+
+    paused: int
+    workers: int
+    memory: int | None = None
+    limit: int | None = None
+
+
+def memory_pause(workers):
+    """A :class:`MemoryPause` of the scheduler's worker identities ``workers``, or ``None`` when none is paused."""
+    paused = sum(1 for w in workers.values() if w.get("status") == "paused")
+    if not paused:
+        return None
+    memory = limit = None
+    for w in workers.values():
+        used, cap = (w.get("metrics") or {}).get("memory"), w.get("memory_limit")
+        if used is not None and cap:
+            memory, limit = (memory or 0) + int(used), (limit or 0) + int(cap)
+    return MemoryPause(paused, len(workers), memory, limit)
 
 
 def _progress_state(workers):
@@ -175,13 +204,35 @@ class Watchdog:
 
 
 def cancel_run(client, token, reason, msg=None):
-    """Cancel every future ``client`` holds of the run ``token``: the scheduler forgets their tasks.
+    """Stop every future ``client`` holds of the run ``token``: the scheduler forgets their tasks.
 
     Also how a failed or interrupted run leaves none of its tasks behind
     (an exception's traceback may hold the run's futures long after).
-    """
-    from distributed import Future
 
+    The run's futures are released, not cancelled through the scheduler:
+    ``Client.cancel`` has the scheduler cancel each key's dependents as well,
+    and a dependent no client wants (a task between two of the run's
+    futures, such as an inner level of a merge tree) fails its assertion
+    ``ts.who_wants`` -- a scheduler traceback on the user's terminal, and the
+    client's connection dropped.  Releasing every future of the run is
+    Dask's ordinary forgetting: tasks no client wants any more are released
+    and forgotten, running ones stopped on their workers, and the futures
+    are marked cancelled here, so the driver's waits on them return.
+    Calling it again (the watchdog polls on) finds only the futures
+    submitted since.
+    """
     keys = [k for k in list(client.futures) if token in str(k)]
     if keys:
-        client.cancel([Future(k, client) for k in keys], reason=reason, msg=msg)
+        client.sync(_release, client, keys, reason, msg)
+
+
+async def _release(client, keys, reason, msg):
+    """On the client's event loop: mark the futures of ``keys`` cancelled, and release them on the scheduler."""
+    held = []
+    for key in keys:
+        state = client.futures.pop(key, None)
+        if state is not None:
+            state.cancel(reason=reason, msg=msg)
+            held.append(key)
+    if held and client.status not in ("closing", "closed"):
+        client._send_to_scheduler({"op": "client-releases-keys", "keys": held, "client": client.id})

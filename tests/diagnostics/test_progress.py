@@ -88,3 +88,64 @@ def test_no_progress_callback_no_subscription(client):
     finally:
         del client.subscribe_topic
     assert subscribed == []  # the driver subscribes only for a progress callback
+
+
+# -- workers paused by Dask's memory manager ---------------------------------------------------
+
+def _worker(status, memory=None, limit=None):
+    return {"status": status, "memory_limit": limit, "metrics": {"memory": memory}}
+
+
+def test_paused_workers_in_one_line():
+    from mst_dist.diagnostics.progress import format_pause
+    from mst_dist.engine.watchdog import MemoryPause, memory_pause
+
+    assert memory_pause({}) is None and memory_pause({"a": _worker("running")}) is None
+    pause = memory_pause({"a": _worker("paused", int(5.05 * 2**30), 6 * 2**30),
+                          "b": _worker("paused", int(5.05 * 2**30), 6 * 2**30)})
+    assert pause == MemoryPause(2, 2, int(5.05 * 2**30) * 2, 12 * 2**30)
+    assert format_pause(pause) == "paused: 2 of 2 workers, memory 10.1 of 12.0 GiB; waiting for memory"
+    # workers without a memory limit report no memory figure; a closing worker is not paused
+    pause = memory_pause({"a": _worker("paused", 100), "b": _worker("closing_gracefully"), "c": _worker("running")})
+    assert format_pause(pause) == "paused: 1 of 3 workers; waiting for memory"
+
+
+class _Cluster:
+    """A client stand-in: ``scheduler_info`` answers the workers the test sets."""
+
+    def __init__(self, workers):
+        self.workers = workers
+
+    def scheduler_info(self, **kw):
+        return {"workers": self.workers}
+
+
+def test_the_pause_is_on_the_live_line_while_it_lasts():
+    from mst_dist.diagnostics.progress import PauseMonitor
+
+    cluster = _Cluster({"a": _worker("running", 1 << 30, 2 << 30)})
+    console = Console(record=True, width=120, force_terminal=False)
+    live = LiveProgress(console=console)
+    live({"round": 2, "phase": "map", "components": 10, "edges": 20, "elapsed": 1.0})
+    told = []
+    monitor = PauseMonitor(cluster, lambda p: (told.append(p), live.pause(p)))
+    assert monitor.poll() is None and told == []  # nothing paused: nothing said
+    cluster.workers["a"] = _worker("paused", int(1.7 * 2**30), 2 << 30)
+    monitor.poll()
+    console.print(live)
+    text = console.export_text()
+    assert "round 2" in text and "paused: 1 of 1 workers, memory 1.7 of 2.0 GiB; waiting for memory" in text
+    cluster.workers["a"] = _worker("running", 1 << 30, 2 << 30)
+    monitor.poll()
+    assert told[-1] is None and live.paused is None
+    console.print(live)
+    assert "paused" not in console.export_text()  # gone from the line once the worker runs again
+    # as a thread: the first poll is at once
+    cluster.workers["a"] = _worker("paused", 1, 2)
+    seen = []
+    with PauseMonitor(cluster, seen.append, interval=60):
+        deadline = time.monotonic() + 10
+        while not seen:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+    assert seen[0].paused == 1
