@@ -90,6 +90,7 @@ class Step(_Name):
     NUMBER = "number", Phase.FILTER_NODES
     RELABEL = "relabel", Phase.FILTER_NODES
     LABELS = "labels", Phase.FILTER_NODES
+    LABELS_COMPOSE = "labels-compose", Phase.FILTER_NODES
     COMPOSE = "compose", Phase.FILTER_NODES
     # filter-edges (the light/heavy split of a resident run's first round included)
     FILTER = "filter", Phase.FILTER_EDGES

@@ -4,6 +4,7 @@ Every ``import`` counts, function-level ones included: a cycle hidden in a
 function is still a cycle a reader has to untangle.
 """
 import ast
+import re
 import pathlib
 
 import pytest
@@ -393,6 +394,22 @@ def test_every_kind_of_run_is_an_edge_source_and_a_vertex_store():
         assert KIND_NAMES[source.name, store.name] == name
     assert not [c for c in vars(__import__("mst_dist.engine.runs", fromlist=["x"])).values()
                 if isinstance(c, type) and issubclass(c, Run) and c is not Run]
+
+
+def test_each_part_reads_its_own_spec_fields():
+    """A field of the spec that a part of a run owns (its ``spec_fields``) is read only in that part's modules
+    (the vertex ranges' include their round loop and local contraction)."""
+    from mst_dist.engine.runs import SOURCES, STORES
+
+    parts = [*SOURCES.values(), *STORES.values()]
+    owned = {f for cls in parts for f in cls.spec_fields}
+    extra = {"mst_dist.engine.runs.ranges": ("ranged_rounds", "local_first"),
+             "mst_dist.engine.runs.one_worker": ("solver",)}
+    for cls in parts:
+        modules = [cls.__module__] + [f"mst_dist.engine.runs.{m}" for m in extra.get(cls.__module__, ())]
+        for m in modules:
+            read = set(re.findall(r"\bspec\.([a-z_]+)", _modules()[m].read_text())) & owned
+            assert read <= set(cls.spec_fields), f"{m} reads {sorted(read - set(cls.spec_fields))} of another part"
 
 
 def test_no_step_asks_which_kind_it_is_in():

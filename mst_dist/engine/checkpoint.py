@@ -119,7 +119,10 @@ class Manifest:
     format: str = _FORMAT
     version: int = _VERSION
 
-    MODES = ("resident", "stream", "partitioned", "spread-stream")
+    #: the kinds of run (their names in the stats and logs)
+    MODES = ("resident", "streaming", "partitioned", "spread-streaming")
+    #: the names earlier saves of this release gave two of them
+    OLD_MODES = {"stream": "streaming", "spread-stream": "spread-streaming"}
 
     def to_json(self) -> dict:
         return _plain(asdict(self))
@@ -130,6 +133,8 @@ class Manifest:
         names = {f.name for f in fields(cls)}
         required = {f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING}
         missing = sorted(required - set(data))
+        if data.get("mode") in cls.OLD_MODES:
+            data = {**data, "mode": cls.OLD_MODES[data["mode"]]}
         if missing or data.get("mode") not in cls.MODES:
             what = f"missing {', '.join(missing)}" if missing else f"mode {data.get('mode')!r}"
             raise CheckpointMismatchError(f"{path!r} is not a complete mst-dist checkpoint manifest ({what}); "

@@ -3,7 +3,7 @@
 The component ids ``[0, n)`` of a round are cut into ranges
 (:func:`~mst_dist.kernels.vertex_ranges.even_bounds`), each owned by one
 task; no task holds an array of ``n`` entries.  One round, as the
-:class:`~mst_dist.engine.runs.partitioned.PartitionedRun` submits it:
+:class:`~mst_dist.engine.runs.ranges.VertexRanges` store submits it:
 
 map           each chunk: the cheapest edge of each component it touches,
               grouped by the range that owns the component
@@ -493,17 +493,19 @@ def first_labels(lo, hi):
     return VertexLabels(lo, hi, np.arange(lo, hi, dtype=np.int64))
 
 
-def split_live(vl: VertexLabels, bounds):
-    """Ask the owners of the live components for their next ids."""
+def split_live(vl: VertexLabels | RangeMap, bounds):
+    """Ask the owners of the live components for their next ids (of a range's labels, or of a round map's
+    values)."""
     return vr.cut_values(host_kernels(), vl.labels[vl.labels >= 0], bounds)
 
 
-def follow(vl: VertexLabels, split_out, *answers):
-    """The labels after one more round (finished ones stay)."""
+def follow(vl: VertexLabels | RangeMap, split_out, *answers):
+    """The labels after one more round (finished ones stay); of a round map, the map composed with the
+    next round's."""
     new = vr.answers_of(split_out, answers)
     lab = vl.labels.copy()
     lab[lab >= 0] = new[split_out.at]
-    return VertexLabels(vl.lo, vl.hi, lab)
+    return vl._replace(labels=lab)
 
 
 def base_map(n_vertices, *maps):

@@ -114,7 +114,7 @@ def test_killed_run_resumes_to_the_same_forest(tmp_path, mode):
     argv = ["run", *GRAPH, *flags, "--checkpoint", "ck", "-q"]
     saved = _kill_when([*argv, "-o", "killed.npz"], str(tmp_path), ready)
     assert not (tmp_path / "killed.npz").exists()
-    assert saved["mode"] == ("stream" if mode == "streamed" else "resident") and not saved["complete"]
+    assert saved["mode"] == ("streaming" if mode == "streamed" else "resident") and not saved["complete"]
 
     again = run_cli(*argv, "-o", "resumed.npz", "--report", "report.json", cwd=tmp_path)
     assert again.returncode == 0, again.stderr

@@ -115,7 +115,7 @@ def test_streamed_run_stopped_after_a_pass_and_resumed(client2, tmp_path, case):
         mst_dist.minimum_spanning_forest(g, client2, stream="always", checkpoint=ck,
                                          progress=stop_at(**{"pass": "pass 2"}), **opts)
     saved = manifest(ck)
-    assert saved["mode"] == "stream" and saved["passes"] == 1 and not saved["complete"]
+    assert saved["mode"] == "streaming" and saved["passes"] == 1 and not saved["complete"]
     assert saved["threshold"] is not None and saved["rows"]
 
     events = []
@@ -162,7 +162,7 @@ def test_spread_streamed_run_stopped_after_a_pass_and_resumed(client2, tmp_path,
         with pytest.raises(Preempted):
             mst_dist.minimum_spanning_forest(g, client2, checkpoint=ck, progress=stop_at(**when), **opts)
         saved = manifest(ck)
-        assert saved["mode"] == "spread-stream" and saved["rows"]
+        assert saved["mode"] == "spread-streaming" and saved["rows"]
         assert saved["passes"] == held if held else saved["complete"] and saved["threshold"] is None
         assert saved["vertex_ranges"] == 4 and len(saved["chunk_bounds"]) == 4
         state = sorted(os.listdir(os.path.join(ck, saved["state"])))

@@ -112,7 +112,7 @@ def test_default_ranges_follow_the_workers_memory(client2):
     """Without ``mst.vertex-ranges``: one range per worker thread, and more where a range's share of the
     per-vertex state would be over a sixteenth of the smallest worker; one per chunk where the workers'
     memory is not known."""
-    from mst_dist.engine.runs.partitioned import default_ranges
+    from mst_dist.engine.runs.ranged_rounds import default_ranges
 
     assert default_ranges(2**27, 8, 2**30, 128) == 64 and default_ranges(2**25, 8, 2**30, 128) == 16
     assert default_ranges(2**25 + 1, 8, 2**30, 128) == 17 and default_ranges(1000, 8, 2**30, 128) == 8
@@ -131,7 +131,7 @@ def test_a_rounds_ranges_follow_its_components(client2, monkeypatch):
     """Without ``mst.vertex-ranges`` each partitioned round cuts its components into ``default_ranges``
     of their count (each range is a handful of tasks in every exchange): fewer ranges as the rounds
     contract.  The sixteenth of a worker made far smaller, so that 3000 vertices take many ranges."""
-    from mst_dist.engine.runs import partitioned as part
+    from mst_dist.engine.runs import ranged_rounds as part
 
     from mst_dist.engine.plan import memory_budget
 

@@ -248,7 +248,7 @@ def test_streamed_checkpoint_on_s3_resumes_after_a_pass(s3, pclient):
         mst_dist.minimum_spanning_forest(g, pclient, stream="always", checkpoint=ck, storage_options=options,
                                          progress=_stop_at(**{"pass": "pass 2"}))
     saved = _manifest(fs, prefix)
-    assert saved["mode"] == "stream" and saved["passes"] == 1 and saved["rows"]
+    assert saved["mode"] == "streaming" and saved["passes"] == 1 and saved["rows"]
     assert _names(fs, f"{prefix}/{saved['state']}") == sorted(
         ["forest.npy", "labels.npy", "rows-dst.npy", "rows-edge_id.npy", "rows-src.npy", "rows-weight.npy"])
     events = []
@@ -278,7 +278,7 @@ def test_spread_streamed_checkpoint_on_s3_resumes_after_a_pass(s3, pclient):
             mst_dist.minimum_spanning_forest(g, pclient, checkpoint=ck, progress=_stop_at(**{"pass": "pass 2"}),
                                              **opts)
         saved = _manifest(fs, prefix)
-        assert saved["mode"] == "spread-stream" and saved["passes"] == 1 and saved["rows"]
+        assert saved["mode"] == "spread-streaming" and saved["passes"] == 1 and saved["rows"]
         assert _names(fs, f"{prefix}/{saved['state']}") == sorted(
             [f"labels-{r}.npy" for r in range(4)] + [f"forest-{j}.npy" for j in range(3)] +
             [f"rows-{j}-{c}.npy" for j in range(3) for c in ("dst", "edge_id", "src", "weight")])

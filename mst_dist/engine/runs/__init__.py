@@ -1,25 +1,26 @@
-"""Kinds of run: one MSF computation is a spec plus a kind.
+"""Kinds of run: one MSF computation is a spec, an edge source and a vertex store.
 
 :func:`execute` runs one computation: it opens the checkpoint (if asked),
 connects to the cluster (:mod:`~mst_dist.engine.runs.connect`), picks the
-kind of run and executes its steps (:class:`~mst_dist.engine.runs.base.Run`:
-plan, load, rounds, finish, write) under a watchdog.  The kinds:
+run's parts and executes its steps (:class:`~mst_dist.engine.runs.base.Run`:
+plan, load, rounds, finish, write) under a watchdog.  The kinds are the
+pairs of parts (:mod:`~mst_dist.engine.runs.parts`):
 
-``resident`` (:class:`~mst_dist.engine.runs.resident.ResidentRun`)
-    the edge chunks stay on the workers for the whole run;
-``streaming`` (:class:`~mst_dist.engine.runs.streaming.StreamingRun`)
-    the edges are read from their source in passes, one slice of the strict
-    order at a time, when they would not fit in the workers' memory;
-``partitioned`` (:class:`~mst_dist.engine.runs.partitioned.PartitionedRun`)
-    the chunks stay on the workers and the per-vertex state is cut into
-    ranges of component ids, each owned by a task, when it would not fit on
-    one worker;
-``spread-streaming`` (:class:`~mst_dist.engine.runs.spread_streaming.SpreadStreamingRun`)
-    both: the edges streamed in passes, the vertex map cut into ranges of
-    vertices and each slice solved by partitioned rounds.
+``resident``          resident chunks, vertices on one worker: the edge chunks stay on the
+                      workers for the whole run;
+``streaming``         streamed slices, vertices on one worker: the edges are read from their
+                      source in passes, one slice of the strict order at a time, when they
+                      would not fit in the workers' memory;
+``partitioned``       resident chunks, vertex ranges: the per-vertex state is cut into ranges
+                      of component ids, each owned by a task, when it would not fit on one
+                      worker;
+``spread-streaming``  streamed slices, vertex ranges: both.
 
-A new kind is a new module with a :class:`Run` subclass, listed in
-:data:`KINDS` and chosen by :func:`choose_kind`.
+A new edge source or vertex store is a new module with a
+:class:`~mst_dist.engine.runs.parts.EdgeSource` or
+:class:`~mst_dist.engine.runs.parts.VertexStore` subclass, listed in
+:data:`SOURCES` or :data:`STORES`; :func:`choose_kind` asks each whether it
+is wanted and whether the graph fits.
 """
 from __future__ import annotations
 
@@ -32,27 +33,29 @@ from distributed.scheduler import KilledWorker
 from mst_dist import config
 from mst_dist.engine.cluster_info import scheduler_workers
 from mst_dist.errors import ExchangeLostError, GraphTooLargeError, MSTError
-from mst_dist.graph import human_bytes, vertex_memory
 from mst_dist.engine import interrupt
 from mst_dist.engine.advice import advise
 from mst_dist.engine.keys import new_token
-from mst_dist.engine.plan import should_stream
 from mst_dist.engine.runs.base import Run
 from mst_dist.engine.runs.checkpointing import RunCheckpoint
-from mst_dist.engine.runs.connect import ClusterLayout, check_stream_memory, check_vertex_memory, connect
-from mst_dist.engine.runs.partitioned import PartitionedRun
-from mst_dist.engine.runs.resident import ResidentRun
-from mst_dist.engine.runs.spread_streaming import SpreadStreamingRun
-from mst_dist.engine.runs.streaming import StreamingRun
+from mst_dist.engine.runs.connect import ClusterLayout, connect
+from mst_dist.engine.runs.one_worker import OneWorker
+from mst_dist.engine.runs.parts import KIND_NAMES, KIND_PARTS
+from mst_dist.engine.runs.ranges import VertexRanges
+from mst_dist.engine.runs.resident import ResidentChunks
+from mst_dist.engine.runs.streaming import StreamedSlices
 from mst_dist.engine.watchdog import Watchdog, cancel_run, stalled_from_killed
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["KINDS", "Run", "PartitionedRun", "ResidentRun", "SpreadStreamingRun", "StreamingRun", "choose_kind",
-           "execute"]
+__all__ = ["KINDS", "SOURCES", "STORES", "Run", "choose_kind", "execute"]
 
-#: Every kind of run, by name.
-KINDS = {k.kind: k for k in (ResidentRun, StreamingRun, PartitionedRun, SpreadStreamingRun)}
+#: The edge sources, by name, in the order :func:`choose_kind` asks them (the last is the default).
+SOURCES = {s.name: s for s in (StreamedSlices, ResidentChunks)}
+#: The vertex stores, by name, in the order :func:`choose_kind` asks them (the last is the default).
+STORES = {s.name: s for s in (VertexRanges, OneWorker)}
+#: Every kind of run, by name: its edge source and vertex store.
+KINDS = {kind: (SOURCES[source], STORES[store]) for (source, store), kind in KIND_NAMES.items()}
 
 
 def choose_kind(spec, graph, cluster: ClusterLayout, ckpt: RunCheckpoint | None) -> str:
@@ -74,45 +77,21 @@ def _kind_of(spec, graph, cluster: ClusterLayout, ckpt: RunCheckpoint | None) ->
     """The kind of run for ``graph`` under ``spec`` on ``cluster``, without advice.
 
     A run resumed from a checkpoint goes on as the saved run went (``auto``
-    may now decide otherwise).  Edges are streamed when asked to, or
-    (``auto``) when they would not fit in the workers' memory.  The
-    per-vertex state is cut into ranges (``partitioned``, or with streaming
-    ``spread-streaming``) when asked to, or (``auto``, on a cluster of
-    several workers) when it would not fit comfortably on one worker (a
-    resident run) or not at all (a streaming run); otherwise a graph whose
-    per-vertex state no worker can hold is refused here, before any work.
+    may now decide otherwise).  Otherwise the first edge source that is
+    wanted (streamed when asked to, or with ``auto`` when the edges would
+    not fit in the workers' memory), then the first vertex store that is
+    wanted with it (ranges when asked to, or with ``auto`` on a cluster of
+    several workers when the vertices would not fit one worker); the store
+    then checks that the graph fits it, before any work.
     """
-    streams = should_stream(spec.stream, graph, cluster.total_memory)
-    mode = spec.vertex_partition
     if ckpt is not None and ckpt.mode is not None:
-        streams = ckpt.mode in ("stream", "spread-stream")
-        mode = "always" if ckpt.mode in ("partitioned", "spread-stream") else "never"
-    need = vertex_memory(graph.n_vertices)
-    spread = mode == "always" or (mode == "auto" and cluster.n_workers > 1 and (
-        # one worker holds every range of a partitioned run: nothing to spread
-        (not streams and need > cluster.min_memory // 4) or (streams and not _streams_on_one(graph, cluster))))
-    if spread:
-        if cluster.max_memory and need > cluster.all_room // 2:  # no memory limit (0): nothing to check
-            raise GraphTooLargeError(
-                f"n_vertices = {graph.n_vertices} would need about {human_bytes(need)} of per-vertex arrays, "
-                f"more than half the cluster's room ({human_bytes(cluster.all_room)}) even spread over "
-                f"its workers: relabel the vertex ids to 0..n-1 (e.g. numpy.unique(ids, return_inverse=True))",
-                source=graph.name)
-        return SpreadStreamingRun.kind if streams else PartitionedRun.kind
-    check_vertex_memory(graph, cluster)
-    if streams:
-        check_stream_memory(graph, cluster)
-    return StreamingRun.kind if streams else ResidentRun.kind
-
-
-def _streams_on_one(graph, cluster) -> bool:
-    """Whether a streaming run's vertex map fits the worker that solves its slices."""
-    try:
-        check_vertex_memory(graph, cluster)
-        check_stream_memory(graph, cluster)
-    except GraphTooLargeError:
-        return False
-    return True
+        source_name, store_name = KIND_PARTS[ckpt.mode]
+        source, store = SOURCES[source_name], STORES[store_name]
+    else:
+        source = next(s for s in SOURCES.values() if s.wanted(spec, graph, cluster))
+        store = next(s for s in STORES.values() if s.wanted(spec, graph, cluster, source))
+    store.check(graph, cluster, source)
+    return KIND_NAMES[source.name, store.name]
 
 
 def execute(graph, client, spec):
@@ -165,9 +144,9 @@ def _execute_once(graph, client, spec):
         try:
             ckpt = RunCheckpoint.open(client, graph, spec, token)
             cluster = connect(client, graph, spec, token)
-            kind = KINDS[choose_kind(spec, graph, cluster, ckpt)]
-            run = kind(graph, client, spec, cluster, token=token, checkpoint=ckpt, t_start=t_start,
-                       wall_start=wall_start)
+            source, store = KINDS[choose_kind(spec, graph, cluster, ckpt)]
+            run = Run(graph, client, spec, cluster, source=source(), store=store(), token=token, checkpoint=ckpt,
+                      t_start=t_start, wall_start=wall_start)
             return run.execute()
         except KeyboardInterrupt:
             interrupt.quiet_after_interrupt()  # the tasks left running make noise as the cluster closes

@@ -1,4 +1,4 @@
-"""The base of every kind of run: its named steps, and what all kinds share.
+"""A run: its named steps, over an edge source and a vertex store composed.
 
 A run is a graph, a client, a :class:`~mst_dist.engine.spec.RunSpec` (what
 the caller decided) and the :class:`~mst_dist.engine.runs.connect.ClusterLayout`
@@ -6,20 +6,19 @@ it found.  :meth:`Run.execute` runs its steps::
 
     plan     how many chunks, where each goes, the task-graph builder, the stats
     load     the edges on the workers (or the sources to stream them from)
-    rounds   the forest, round by round (a kind's own way)
+    rounds   the forest: the source hands its edges to the store, which runs the rounds
     finish   futures of the forest's edge ids and of the component labels
     write    the forest and labels gathered, or written by the workers: the result
 
-A kind subclasses :class:`Run`, holds its own typed state
-(:mod:`mst_dist.engine.runs.state`) and fills in ``load``, ``rounds`` and the
-few hooks ``finish`` and ``write`` call; the kinds are listed in
-:data:`mst_dist.engine.runs.KINDS`.
+What differs between kinds is in the two parts (:mod:`mst_dist.engine.runs.parts`),
+each with its own typed state (:mod:`mst_dist.engine.runs.state`); the
+kinds are listed in :data:`mst_dist.engine.runs.KINDS`.
 """
 from __future__ import annotations
 
 import logging
 import time
-from typing import ClassVar, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
@@ -30,6 +29,7 @@ from mst_dist.engine.rounds import RoundBuilder
 from mst_dist.engine.runs import outputs
 from mst_dist.engine.runs.events import RunEvents
 from mst_dist.engine.runs.kept import keep
+from mst_dist.engine.runs.parts import KIND_NAMES
 from mst_dist.engine.runs.state import RunState
 from mst_dist.engine.scratch import release_scratch
 from mst_dist.phases import Phase
@@ -55,23 +55,35 @@ class ForestOut(NamedTuple):
 
 
 class Run:
-    """One MSF computation of one kind; the constructor only stores its arguments."""
+    """One MSF computation: an edge source and a vertex store, composed; the constructor only stores.
 
-    #: The kind's name (``RunStats``, logs).
-    kind: ClassVar[str] = ""
-    #: Whether the kind streams its edges (the plan sizes chunks for passes).
-    streams: ClassVar[bool] = False
+    ``source`` and ``store``: an :class:`~mst_dist.engine.runs.parts.EdgeSource`
+    and a :class:`~mst_dist.engine.runs.parts.VertexStore`; the run's kind is
+    their pair's name (:data:`~mst_dist.engine.runs.parts.KIND_NAMES`).
+    """
 
-    def __init__(self, graph, client, spec, cluster, *, token, checkpoint=None, t_start=None, wall_start=None):
+    def __init__(self, graph, client, spec, cluster, *, source, store, token, checkpoint=None, t_start=None,
+                 wall_start=None):
         self.g = graph
         self.client = client
         self.spec = spec
         self.cluster = cluster
+        self.source = source
+        self.store = store
         self.token = token
         self.ckpt = checkpoint
         self.t_start = time.perf_counter() if t_start is None else t_start
         self.wall_start = time.time() if wall_start is None else wall_start
         self.events = RunEvents(client, token, progress=spec.progress, publish=spec.publish, t_start=self.t_start)
+
+    @property
+    def kind(self) -> str:
+        """The kind's name (``RunStats``, logs, checkpoints)."""
+        return KIND_NAMES[self.source.name, self.store.name]
+
+    @property
+    def streams(self) -> bool:
+        return self.source.streams
 
     def execute(self) -> MSFResult:
         """Plan, load, rounds, finish, write: the result."""
@@ -90,8 +102,8 @@ class Run:
         """The plan, the chunks' ranges and placement, the task-graph builder and the run's stats."""
         cl, spec = self.cluster, self.spec
         self.run_plan = plan_run(self.g.n_edges, kinds=cl.kinds, threads=cl.threads, min_memory=cl.min_memory,
-                             device_memory=cl.device_memory, partitions=spec.partitions,
-                             local_finish=spec.local_finish, throughput=cl.measured, streaming=self.streams)
+                                 device_memory=cl.device_memory, partitions=spec.partitions,
+                                 local_finish=spec.local_finish, throughput=cl.measured, streaming=self.streams)
         self.ranges = self.g.chunk_ranges(self.run_plan.partitions)
         self.places = place(self.ranges, cl.throughput)
         self.builder = RoundBuilder(self.client, self.token, n_vertices=self.g.n_vertices, backend=spec.backend,
@@ -101,17 +113,20 @@ class Run:
         self.stats.streamed, self.stats.kind = self.streams, self.kind
         if cl.throughput:
             self.stats.placement = placement_stats(self.ranges, self.places, cl.kinds, cl.throughput)
+        self.source.plan(self)
+        self.store.plan(self)
 
     def load(self) -> RunState:
-        """The edges on the workers, or what to stream them from: the kind's state."""
-        raise NotImplementedError
+        """The edges on the workers, or what to stream them from; the store's empty state."""
+        self.publish_start()
+        return RunState(n_comp=self.g.n_vertices, edges=self.source.load(), vertices=self.store.new_state())
 
     def rounds(self, st: RunState):
-        """Compute the forest: every component finished, the chosen ids in ``st.chosen``."""
-        raise NotImplementedError
+        """Compute the forest: the source hands its edges to the store until every component is finished."""
+        self.source.solve(st)
 
     def finish(self, st: RunState):
-        """Futures of the forest's edge ids and of ``(labels, components)``."""
+        """Futures of the forest's edge ids and of the labels (the store's forms)."""
         stats = self.stats
         if not stats.setup_seconds:
             stats.setup_seconds = st.t_solve - self.t_start
@@ -120,21 +135,21 @@ class Run:
         self.events.emit(round=st.rnd, phase=Phase.FINISH, components=0, edges=0)
         if st.final is not None:  # submitted with the last solve
             return st.final
-        return self.builder.forest(st.rnd, st.chosen), self.labels(st)
+        return self.store.finish(st)
 
     def write(self, st: RunState, ids_f, lab_f) -> MSFResult:
         """The forest and the labels: gathered, or written by the workers where the spec says."""
         spec, stats = self.spec, self.stats
         kept = None
         if spec.output is None and not spec.gather:  # the rows (and labels) stay on the workers
-            kept, forest, kept_components = self.keep(st, ids_f, lab_f)
+            kept, forest, kept_components = self.store.keep(st, ids_f, lab_f)
         else:
             forest = self.write_forest(st, ids_f)
         n_forest = forest.n_edges
         if kept is not None and spec.labels_output is None:
             labels, n_components = None, kept_components
         else:
-            labels, n_components = self.write_labels(st, lab_f)
+            labels, n_components = self.store.write_labels(st, lab_f)
         stats.finish_seconds = time.perf_counter() - self._t_finish
         stats.total_seconds = time.perf_counter() - self.t_start
         self._clean_up()
@@ -153,48 +168,22 @@ class Run:
     def write_forest(self, st, ids_f) -> "ForestOut":
         """The forest gathered to the client, or (``output=``) written by the workers, one part per chunk."""
         if self.spec.output is not None:
-            return self._write_forest_parts(st, [self.forest_parts(st, i, ids_f) for i in range(len(self.ranges))])
-        edge_ids = ids_f.result()
-        return ForestOut.gathered(edge_ids, self.forest_rows(st, ids_f, edge_ids))
+            parts = [self.source.forest_parts(st, i, ids_f) for i in range(len(self.ranges))]
+            n_forest, total = outputs.write_forest(self.client, self.builder, self.spec.output, parts, rnd=st.rnd,
+                                                   storage_options=self.spec.storage_options)
+            return ForestOut(n_edges=n_forest, total=total)
+        edge_ids = self.store.gather_ids(ids_f)
+        return ForestOut.gathered(edge_ids, self.source.forest_rows(st, ids_f, edge_ids))
 
-    def _write_forest_parts(self, st, parts) -> "ForestOut":
-        n_forest, total = outputs.write_forest(self.client, self.builder, self.spec.output, parts, rnd=st.rnd,
-                                               storage_options=self.spec.storage_options)
-        return ForestOut(n_edges=n_forest, total=total)
-
-    def keep(self, st, ids_f, lab_f):
-        """``gather=False``: the forest's parts (and labels) kept on the workers.
-
-        ``(KeptForest, ForestOut of counts, components or None)``; see
-        :mod:`mst_dist.engine.runs.kept`.
-        """
-        parts = [self.forest_parts(st, i, ids_f) for i in range(len(self.ranges))]
+    def keep_parts(self, st, ids_f, lab_f):
+        """``gather=False`` with the vertices on one worker: the source's rows filtered by the forest ids
+        ``ids_f`` (one future) kept as frames, the labels ``lab_f`` (one future) beside them."""
+        parts = [self.source.forest_parts(st, i, ids_f) for i in range(len(self.ranges))]
         kept, n_forest, total, components = keep(
             self.client, self.builder, st.rnd, parts, ids_f, lab_f, id_dtype=np.int64,
             weight_dtype=np.dtype(self.g.weight_dtype), n_vertices=self.g.n_vertices,
             labels=self.spec.labels_output is None)
         return kept, ForestOut(n_edges=n_forest, total=total), components
-
-    def write_labels(self, st, lab_f):
-        """``(labels, components)`` gathered, or with ``labels_output=`` ``(None, components)``."""
-        if self.spec.labels_output is not None:
-            return None, outputs.write_labels(self.client, self.builder, self.spec.labels_output, lab_f,
-                                              self.g.n_vertices, storage_options=self.spec.storage_options)
-        return lab_f.result()
-
-    # -- what a kind fills in for finish and write ---------------------------------------
-
-    def labels(self, st):
-        """Future of ``(labels, components)`` when the last solve did not submit it."""
-        raise NotImplementedError
-
-    def forest_parts(self, st, i, ids_f) -> list:
-        """Futures of the forest's ``(edge_id, src, dst, weight)`` rows that chunk ``i`` holds."""
-        raise NotImplementedError
-
-    def forest_rows(self, st, ids_f, edge_ids):
-        """``(src, dst, weight)`` of the forest's edges ``edge_ids``, on the client."""
-        raise NotImplementedError
 
     # -- shared helpers ------------------------------------------------------------------
 

@@ -44,15 +44,15 @@ class RunCheckpoint:
         ck.saved = ck.store.open()
         s = ck.saved
         if s is not None:
-            by_pass = s.mode in ("stream", "spread-stream")
+            by_pass = s.mode in ("streaming", "spread-streaming")
             logger.info("resuming from checkpoint %s: %s %d done, %d components left", ck.store.path,
                         "pass" if by_pass else "round", s.passes if by_pass else s.round, s.components)
         return ck
 
     @property
     def mode(self) -> str | None:
-        """The saved run's mode (``"resident"``, ``"partitioned"``, ``"stream"`` or ``"spread-stream"``), ``None``
-        with nothing saved."""
+        """The saved run's kind (``"resident"``, ``"partitioned"``, ``"streaming"`` or ``"spread-streaming"``),
+        ``None`` with nothing saved."""
         return None if self.saved is None else self.saved.mode
 
     def _key(self, phase, rnd, index=None):
@@ -91,18 +91,18 @@ class RunCheckpoint:
 
     # -- partitioned runs: a state per round, cut as the run holds it ----------------------
 
-    def save_parts(self, st, *, labels, mapped, pins, chunk_bounds, finished):
-        """After a partitioned round: each range's labels written by its owner, each chunk's forest ids
+    def save_parts(self, rnd, n_comp, edges_left, *, labels, mapped, pins, chunk_bounds, finished):
+        """After partitioned round ``rnd``: each range's labels written by its owner, each chunk's forest ids
         where the chunk is (``pins``), then the manifest."""
         c = self.client
-        with self.store.saving(mode="partitioned", round=st.rnd, components=st.n_comp, edges_left=st.edges_left,
-                               complete=st.n_comp == 0, finished=finished, vertex_ranges=len(labels),
+        with self.store.saving(mode="partitioned", round=rnd, components=n_comp, edges_left=edges_left,
+                               complete=n_comp == 0, finished=finished, vertex_ranges=len(labels),
                                chunk_bounds=[int(b) for b in chunk_bounds]) as tmp:
             writes = [c.submit(checkpoint.write_labels_part, tmp, r, vl, pure=False, priority=CHECKPOINT_PRIORITY,
-                               key=self._key(Step.CHECKPOINT_LABELS, st.rnd, f"{self.store.saves}.{r}"))
+                               key=self._key(Step.CHECKPOINT_LABELS, rnd, f"{self.store.saves}.{r}"))
                       for r, vl in enumerate(labels)]
             writes += [c.submit(checkpoint.write_forest_part, tmp, j, m, pure=False, priority=CHECKPOINT_PRIORITY,
-                                key=self._key(Step.CHECKPOINT_FOREST, st.rnd, f"{self.store.saves}.{j}"), **pins[j])
+                                key=self._key(Step.CHECKPOINT_FOREST, rnd, f"{self.store.saves}.{j}"), **pins[j])
                        for j, m in enumerate(mapped)]
             written(c, writes)
 
@@ -120,12 +120,12 @@ class RunCheckpoint:
 
     # -- streaming runs: a state per pass ------------------------------------------------
 
-    def save_pass(self, st, k, hi, n_live, chosen):
-        """After pass ``k``: the vertex map, the forest and its rows so far."""
+    def save_pass(self, rnd, k, hi, n_live, *, vmap, chosen, rows):
+        """After pass ``k`` (``rnd`` rounds done): the vertex map, the forest (``chosen``: the pass's ids) and
+        its rows so far (``rows``: futures of every chunk's)."""
         self.forest = self._submit(checkpoint.merge_forest, self.forest, chosen,
                                    key=self._key(Step.CHECKPOINT_FOREST, k))
-        rows = [r for rs in st.rows.values() for r in rs]
-        self._save(k, st.vmap, self.forest, rows, mode="stream", round=st.rnd, passes=k,
+        self._save(k, vmap, self.forest, rows, mode="streaming", round=rnd, passes=k,
                    components=n_live, threshold=None if hi is None else list(hi), complete=hi is None,
                    rows=bool(rows), light=False, record=None)
 
@@ -144,18 +144,18 @@ class RunCheckpoint:
 
     # -- spread streaming runs: a state per pass, cut as the run holds it -----------------
 
-    def save_spread_pass(self, st, k, hi, n_live, *, labels, forest, pins, chunk_bounds):
-        """After pass ``k``: each range's labels (live ids of the next pass) written by its owner, each
-        chunk's forest ids (``forest[j]``: a future of them, ascending) and rows (``st.rows``) where the
-        chunk's forest is (``pins``), then the manifest."""
+    def save_spread_pass(self, rnd, k, hi, n_live, *, labels, forest, rows, pins, chunk_bounds):
+        """After pass ``k`` (``rnd`` rounds done): each range's labels (live ids of the next pass) written by
+        its owner, each chunk's forest ids (``forest[j]``: a future of them, ascending) and rows (``rows[j]``:
+        futures) where the chunk's forest is (``pins``), then the manifest."""
         c = self.client
-        with self.store.saving(mode="spread-stream", round=st.rnd, passes=k, components=n_live,
+        with self.store.saving(mode="spread-streaming", round=rnd, passes=k, components=n_live,
                                threshold=None if hi is None else list(hi), complete=hi is None, rows=True,
                                vertex_ranges=len(labels), chunk_bounds=[int(b) for b in chunk_bounds]) as tmp:
             writes = [c.submit(checkpoint.write_labels_part, tmp, r, vl, pure=False, priority=CHECKPOINT_PRIORITY,
                                key=self._key(Step.CHECKPOINT_LABELS, k, f"{self.store.saves}.{r}"))
                       for r, vl in enumerate(labels)]
-            writes += [c.submit(checkpoint.write_chunk_part, tmp, j, f, *st.rows.get(j, []), pure=False,
+            writes += [c.submit(checkpoint.write_chunk_part, tmp, j, f, *rows.get(j, []), pure=False,
                                 priority=CHECKPOINT_PRIORITY, **pins[j],
                                 key=self._key(Step.CHECKPOINT_CHUNK, k, f"{self.store.saves}.{j}"))
                        for j, f in enumerate(forest)]

@@ -29,7 +29,9 @@ import time
 from mst_dist.engine import ranged
 from mst_dist.engine.batch import Batch
 from mst_dist.engine.exchange import by_worker, pull_all
+from mst_dist.engine.runs.ranged_rounds import filter_edges, renumber
 from mst_dist.engine.runs.round_end import end_round
+from mst_dist.engine.runs.state import RangedRound
 from mst_dist.kernels.vertex_ranges import even_bounds
 from mst_dist.phases import Phase, Step
 
@@ -39,79 +41,82 @@ AUTO_SHARE = 1 / 8
 PROBE_STEP = 64
 
 
-def contract_locally(run, st):
-    """The chunks prepared for the first partitioned round, after local contraction where it is on.
+def contract_locally(store, st, raws, offsets):
+    """The chunks ``raws`` prepared for the first partitioned round, after local contraction where it is on.
 
-    ``run``: a :class:`~mst_dist.engine.runs.partitioned.PartitionedRun`
-    (its chunks pinned); returns ``(chunks, labels, bounds, components,
-    finished)`` as its rounds take them.  The contraction, when made, is
-    round ``st.rnd`` (mode ``"local-contraction"`` in the stats).
+    ``store``: the run's :class:`~mst_dist.engine.runs.ranges.VertexRanges`
+    (its chunks pinned); ``st``: the solve's state.  Returns the first
+    round's :class:`~mst_dist.engine.runs.state.RangedRound`.  The
+    contraction, when made, is round ``st.rnd`` (mode
+    ``"local-contraction"`` in the stats).
     """
+    run = store.run
     c, key, n, rnd = run.client, run.builder.key, run.g.n_vertices, st.rnd
     t0 = time.perf_counter()
-    bounds = even_bounds(n, run.n_ranges)
-    rpins = run._range_pins(bounds.shape[0] - 1)
+    bounds = even_bounds(n, store.n_ranges)
+    rpins = store.range_pins(bounds.shape[0] - 1)
     with Batch(c) as b:
         labels = [b.submit(ranged.first_labels, int(lo), int(hi), key=key(Step.LABELS_INIT, rnd, r), **rpins[r])
                   for r, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:]))]
         loaded = [b.submit(ranged.prepare_local, raw, off, n, backend=run.spec.backend,
-                           key=key(Step.LOCAL_PREPARE, rnd, i), **run.pins[i])
-                  for i, (raw, off) in enumerate(zip(st.raws, st.offsets))]
+                           key=key(Step.LOCAL_PREPARE, rnd, i), **store.pins[i])
+                  for i, (raw, off) in enumerate(zip(raws, offsets))]
     split = functools.partial(ranged.split_ends, bounds=bounds)
     if run.spec.local_contraction == "auto":
         # a sample of the vertices first: a random graph, with hardly any interior vertex, pays for 1/64 of
         # the full count
-        probe = run._exchange(Step.PROBE, rnd, loaded, labels, serve=ranged.serve_touch,
+        probe = store.exchange(Step.PROBE, rnd, loaded, labels, serve=ranged.serve_touch,
                               assemble=ranged.count_sampled_interior,
                               split=functools.partial(ranged.split_sampled, bounds=bounds, step=PROBE_STEP),
-                              pins=run.pins)
+                              pins=store.pins)
         estimate = sum(c.gather(probe)) * PROBE_STEP
         run.stats.vertex_partition.update(interior_estimate=int(estimate), local_contraction=False)
         if estimate < AUTO_SHARE * n:
-            return _uncontracted(run, rnd, loaded, labels, bounds)
-    touched = run._exchange(Step.TOUCH, rnd, loaded, labels, split=split, serve=ranged.serve_touch,
-                            assemble=ranged.interior_of, pins=run.pins)
+            return _uncontracted(store, rnd, loaded, labels, bounds)
+    touched = store.exchange(Step.TOUCH, rnd, loaded, labels, split=split, serve=ranged.serve_touch,
+                            assemble=ranged.interior_of, pins=store.pins)
     J = len(touched)
     with Batch(c) as b:
-        counts = ([b.submit(ranged.interior_vertices, t, key=key(Step.INTERIOR, rnd, i), **run.pins[i])
+        counts = ([b.submit(ranged.interior_vertices, t, key=key(Step.INTERIOR, rnd, i), **store.pins[i])
                    for i, t in enumerate(touched)]
-                  + [b.submit(ranged.edges_in, t, key=key(Step.LOCAL_EDGES, rnd, i), **run.pins[i])
+                  + [b.submit(ranged.edges_in, t, key=key(Step.LOCAL_EDGES, rnd, i), **store.pins[i])
                      for i, t in enumerate(touched)])
     counted = c.gather(counts)
     interior, edges_before = sum(counted[:J]), sum(counted[J:])
     run.stats.vertex_partition.update(interior_vertices=int(interior), local_contraction=False)
     if not interior:
-        return _uncontracted(run, rnd, touched, labels, bounds)
+        return _uncontracted(store, rnd, touched, labels, bounds)
     run.events.emit(round=rnd, phase=Phase.LOCAL_CONTRACTION, components=n, edges=edges_before)
-    groups = by_worker(run.pins)
+    groups = by_worker(store.pins)
     with Batch(c) as b:
-        contracted = [b.submit(ranged.contract_block, t, n, bounds, key=key(Step.LOCAL_CONTRACT, rnd, i), **run.pins[i])
+        contracted = [b.submit(ranged.contract_block, t, n, bounds, key=key(Step.LOCAL_CONTRACT, rnd, i), **store.pins[i])
                       for i, t in enumerate(touched)]
         # the contracted vertices of each worker's chunks cut by range there, each range's owner takes its own
         R = bounds.shape[0] - 1
-        pkey = run._key(Step.LOCAL_PAIRS, rnd)
+        pkey = store.key(Step.LOCAL_PAIRS, rnd)
         pairs = [b.submit(ranged.local_pairs_all, R, *[contracted[j] for j in js], key=pkey("split", g),
-                          **run.pins[js[0]])
+                          **store.pins[js[0]])
                  for g, js in enumerate(groups)]
-        parents = pull_all(b, pkey, pairs, [run.pins[js[0]] for js in groups], ranged.local_parents,
+        parents = pull_all(b, pkey, pairs, [store.pins[js[0]] for js in groups], ranged.local_parents,
                            [(int(bounds[r]), int(bounds[r + 1])) for r in range(R)], rpins,
                            how="item", stages=("ready", "asked", "serve"))
-    rmaps, n_next, finished = run._renumber(rnd, parents, bounds, 0)
+    rmaps, n_next, finished = renumber(store, rnd, parents, bounds, 0)
     t_contract = time.perf_counter()
-    mapped, labels, nxt = run._filter(rnd, contracted, labels, rmaps, bounds, n_next)
+    nxt = filter_edges(store, rnd, contracted, labels, rmaps, bounds, n_next)
     run.stats.vertex_partition["local_contraction"] = True
     with Batch(c) as b:
-        found = [b.submit(ranged.forest_count, m, key=key(Step.FOREST_COUNT, rnd, i), **run.pins[i])
+        found = [b.submit(ranged.forest_count, m, key=key(Step.FOREST_COUNT, rnd, i), **store.pins[i])
                  for i, m in enumerate(contracted)]
-    end_round(run, st, "local-contraction", (t0, t_contract), (n, n_next), mapped, found,
+    end_round(store, st, "local-contraction", (t0, t_contract), (n, n_next), nxt.mapped, found,
               edges_before=edges_before, ranges=bounds.shape[0] - 1)
-    return mapped, labels, nxt, n_next, finished
+    nxt.finished = finished
+    return nxt
 
 
-def _uncontracted(run, rnd, loaded, labels, bounds):
+def _uncontracted(store, rnd, loaded, labels, bounds):
     """No contraction: the chunks mapped for the first round as they are."""
-    c, key = run.client, run.builder.key
+    c, key = store.run.client, store.run.builder.key
     with Batch(c) as b:
-        mapped = [b.submit(ranged.map_loaded, m, bounds, key=key(Step.PREPARE, rnd, i), **run.pins[i])
+        mapped = [b.submit(ranged.map_loaded, m, bounds, key=key(Step.PREPARE, rnd, i), **store.pins[i])
                   for i, m in enumerate(loaded)]
-    return mapped, labels, bounds, run.g.n_vertices, 0
+    return RangedRound(mapped=mapped, labels=labels, bounds=bounds, n_comp=store.run.g.n_vertices)

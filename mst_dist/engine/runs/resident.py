@@ -1,91 +1,69 @@
-"""A resident run: every edge chunk stays on its worker for the whole run.
+"""Resident chunks: the edge source that loads every chunk once and keeps it on its worker.
 
 ``load`` puts the raw chunks on the workers (the caller's arrays scattered,
-or load tasks for files and generators); ``rounds`` solves them with the
-:class:`~mst_dist.engine.runs.solver.Solver` (light pass, distributed
-rounds, local finish), checkpointing after each round when asked; the
-forest's rows come from the caller's arrays or from the raw chunks.
+or load tasks for files and generators); ``solve`` hands them, the whole
+graph at once, to the run's vertex store; the forest's rows come from the
+caller's arrays or from the raw chunks.
 """
 from __future__ import annotations
-
-import time
 
 import numpy as np
 
 from mst_dist.engine import tasks
-from mst_dist.engine.runs.base import Run
-from mst_dist.engine.runs.solver import Solver
-from mst_dist.engine.runs.state import SolveState
+from mst_dist.engine.plan import should_stream
+from mst_dist.engine.runs.parts import EdgeSource
+from mst_dist.engine.runs.state import ChunksState
 from mst_dist.kernels.contract import take_to_host
 from mst_dist.phases import Phase, Step
 
 
-class ResidentRun(Run):
-    """The edges loaded once and kept on the workers; rounds until every component is finished."""
+class ResidentChunks(EdgeSource):
+    """The edges loaded once and kept on the workers for the whole run."""
 
-    kind = "resident"
+    name = "resident"
     streams = False
+    spec_fields = ("stream",)
 
-    def load(self) -> SolveState:
+    @classmethod
+    def wanted(cls, spec, graph, cluster) -> bool:
+        return not should_stream(spec.stream, graph, cluster.total_memory)
+
+    def load(self) -> ChunksState:
         """Raw chunks on the workers: the caller's arrays scattered, or load tasks (files, generators)."""
-        g = self.g
-        self.publish_start()
-        raws = self.builder.load(g.sources, self.ranges, validate=not g.validated)
-        self.events.emit(round=0, phase=Phase.LOAD, components=g.n_vertices, edges=g.n_edges)
-        return SolveState(raws=raws, offsets=[r.offset for r in self.ranges], n_comp=g.n_vertices,
-                          edges_left=g.n_edges)
+        run, g = self.run, self.run.g
+        raws = run.builder.load(g.sources, run.ranges, validate=not g.validated)
+        run.events.emit(round=0, phase=Phase.LOAD, components=g.n_vertices, edges=g.n_edges)
+        return ChunksState(raws=raws, offsets=[r.offset for r in run.ranges])
 
-    def rounds(self, st: SolveState):
-        solver = Solver(self, after_round=None if self.ckpt is None else self.ckpt.save_round,
-                        finalize=self._final)
-        if self.ckpt is not None and self.ckpt.saved is not None:
-            self._resume(st, solver)
-            if self.ckpt.saved.complete:
-                return
-        solver.solve(st)
+    def solve(self, st):
+        self.run.store.solve_resident(st)
 
-    def _final(self, st):
-        """The forest ids and labels, submitted with the local finish (nothing follows it)."""
-        return self.builder.forest(st.rnd, st.chosen), self.builder.labels(st.rnd, st.maps)
-
-    def _resume(self, st, solver):
-        """Go on from a checkpoint: the loaded chunks, relabelled by the saved labels.
-
-        The labels become the pending round map, so the next round's
-        filter-edges (or the local finish) relabels every edge and drops the
-        self-loops: what is left is the graph contracted along the forest
-        edges saved.  Rounds are numbered on from the saved ones.
-        """
-        s = self.ckpt.saved
-        labels, forest = self.ckpt.resume_round()
-        solver.prepared(st)
-        st.rmap, st.maps, st.chosen = labels, [labels], [forest]
-        st.n_comp, st.rnd, st.prev = s.components, s.round, s.round_record()
-        if not s.light:  # during a light pass the saved count left out the heavy edges
-            st.edges_left = s.edges_left
-        if st.n_comp == 0:
-            st.t_solve = time.perf_counter()
-        self.stats.resumed_from = s.round
-
-    # -- finish and write ----------------------------------------------------------------
-
-    def labels(self, st):
-        return self.builder.labels(st.rnd, st.maps)
+    # -- the forest's rows ------------------------------------------------------------------
 
     def forest_parts(self, st, i, ids_f):
-        return [self.client.submit(tasks.chosen_rows, st.raws[i], st.offsets[i], ids_f,
-                                   key=self.builder.key(Step.ROWS, st.rnd, i))]
+        ids = self.run.store.chunk_ids(ids_f, i)
+        return [self.run.client.submit(tasks.chosen_rows, st.edges.raws[i], st.edges.offsets[i], ids,
+                                       key=self.run.builder.key(Step.ROWS, st.rnd, i))]
+
+    def kept_rows(self, st, ids_f):
+        run, e = self.run, st.edges
+        return [run.client.submit(tasks.chosen_rows, e.raws[i], e.offsets[i], run.store.chunk_ids(ids_f, i),
+                                  key=run.builder.key(Step.KEPT_ROWS, st.rnd, i))
+                for i in range(len(e.raws))]
 
     def forest_rows(self, st, ids_f, edge_ids):
         """From the caller's arrays where the graph is one set of them, else from the raw chunks."""
-        g = self.g
+        run, g, e = self.run, self.run.g, st.edges
         if g.in_memory and len(g.sources) == 1:
             return rows_from_arrays(g.sources[0], edge_ids)
-        parts = self.builder.rows(st.raws, st.offsets, ids_f)
+        c = run.client
+        parts = c.gather([c.submit(tasks.rows, raw, off, run.store.chunk_ids(ids_f, i),
+                                   key=run.builder.key(Step.ROWS, st.rnd, i))
+                          for i, (raw, off) in enumerate(zip(e.raws, e.offsets))])
         if not parts:
             z = np.zeros(0, np.int64)
             return z, z.copy(), np.zeros(0, np.dtype(g.weight_dtype))
-        return tuple(np.concatenate([p[i] for p in parts]) for i in range(3))
+        return tuple(np.concatenate([p[k] for p in parts]) for k in range(3))
 
 
 def rows_from_arrays(source, edge_ids):

@@ -9,14 +9,15 @@ from mst_dist.phases import Phase, Step
 from mst_dist.result import RoundStats
 
 
-def end_round(run, st, mode, times, components, mapped, found, edges_before=None, ranges=0):
+def end_round(store, st, mode, times, components, mapped, found, edges_before=None, ranges=0):
     """The edges left and the forest edges found (futures of counts, ``found``) in one gather, the
     round's :class:`~mst_dist.result.RoundStats` (``times``: its start and the contract's end), the next
-    round.  ``edges_before``: the round's edges at its start, when not ``st.edges_left`` (the local
+    round.  ``store``: the run's :class:`~mst_dist.engine.runs.ranges.VertexRanges`.  ``edges_before``: the round's edges at its start, when not ``st.edges_left`` (the local
     contraction counts them after dropping self-loops); ``ranges``: those its component ids were cut into."""
+    run = store.run
     c, key, rnd = run.client, run.builder.key, st.rnd
     with Batch(c) as b:
-        edges = [b.submit(ranged.edges_in, m, key=key(Step.COUNT, rnd, i), **run.pins[i]) for i, m in enumerate(mapped)]
+        edges = [b.submit(ranged.edges_in, m, key=key(Step.COUNT, rnd, i), **store.pins[i]) for i, m in enumerate(mapped)]
     counted = c.gather(edges + found)
     edges_before = st.edges_left if edges_before is None else edges_before
     st.edges_left, n_forest = sum(counted[:len(edges)]), sum(counted[len(edges):])
