@@ -7,14 +7,18 @@ module-level row function, which returns ``(src, dst, weight)``.
 
 Chunk independence
 ------------------
-The rows of a range do not depend on how the edge list is split.  The edge
-index space is cut into fixed blocks of :data:`BLOCK` edges; block ``b`` draws
-all its randomness (structure first, then weights) from
-``np.random.default_rng([seed, family_tag, 0, b])`` and a range is the slice
-of the blocks it overlaps.  Families with a deterministic structure (circulant,
-grid, hypercube, caveman) compute each edge's endpoints arithmetically from its
-index; only their weights come from the block streams.  No generator builds a
-table whose size grows with the number of vertices.
+The rows of a range do not depend on how the edge list is split, nor on the
+worker, process or thread count that makes them.  ``erdos_renyi``, ``gnp``
+and ``rmat`` draw each edge's endpoints, and every family its weights, from
+a counter-based generator (Philox4x32-10, :mod:`~mst_dist.generators.philox`):
+each value is a function of the seed, the family and the edge index alone,
+so a range is generated directly, edge by edge, in parallel.  Families with a
+deterministic structure (circulant, grid, hypercube, caveman) compute each
+edge's endpoints arithmetically from its index.  ``ssca2`` and
+``random_geometric`` draw their shapes (clique sizes, points) per block of
+cliques or strip from ``np.random.default_rng([seed, family_tag, stream,
+block])`` streams.  No generator builds a table whose size grows with the
+number of vertices.
 
 Weights
 -------
@@ -24,7 +28,10 @@ purpose, the strict ``(weight, edge id)`` order resolves them).
 
 Modules
 -------
-- :mod:`~mst_dist.generators.blocks`: the block streams and row ranges (workers).
+- :mod:`~mst_dist.generators.philox`: the counter-based draws and the compiled
+  kernels of the random families and of every family's weights (workers).
+- :mod:`~mst_dist.generators.blocks`: stream tags, the block streams of
+  ``ssca2`` and ``random_geometric``, row ranges (workers).
 - :mod:`~mst_dist.generators.checks`: parameter validation (client).
 - :mod:`~mst_dist.generators.families`: the families of known size
   (``erdos_renyi``, ``gnp``, ``circulant``, ``grid``, ``hypercube``,

@@ -1,13 +1,14 @@
-"""The block machinery of the generators (runs on the workers): seeded streams, weights, row ranges.
+"""The block machinery of the generators (runs on the workers): stream tags, seeded streams, row ranges.
 
-The edge index space is cut into fixed blocks of :data:`BLOCK` edges; block
-``b`` draws all its randomness (structure first, then weights) from
-:func:`block_rng` (``np.random.default_rng([seed, family_tag, 0, b])``) and a
-row range is the slice of the blocks it overlaps, so the rows of a range do
-not depend on how the edge list is split.  :func:`block_rows` fills a row
-range block by block (on threads if asked); :func:`random_rows` serves the
-families whose endpoints are drawn, :func:`fixed_rows` those whose endpoints
-are a function of the edge index (only their weights are drawn).
+Every family's weights, and the endpoints of ``erdos_renyi``, ``gnp`` and
+``rmat``, come from the counter-based draws of :mod:`.philox`, edge by edge
+(:func:`counter_weights`).  The families whose shapes are drawn per group of
+edges (``ssca2``'s clique sizes, ``random_geometric``'s points) use NumPy
+streams instead: block ``b`` of such a family draws from :func:`block_rng`
+(``np.random.default_rng([seed, family_tag, 0, b])``) and a row range is the
+slice of the blocks it overlaps, so the rows of a range do not depend on how
+the edge list is split.  :func:`fixed_rows` serves the families whose
+endpoints are a function of the edge index.
 """
 from __future__ import annotations
 
@@ -19,8 +20,8 @@ __all__ = ["BLOCK", "TAGS", "STREAM_BLOCK", "STREAM_GLOBAL", "STREAM_SHAPE", "bl
            "global_rng", "draw_weights", "empty_rows", "check_range", "block_spans", "fixed_rows",
            "counter_weights"]
 
-#: Edges per random block.  Part of the definition of every generated graph:
-#: changing it changes the graphs of the random families.
+#: Edges per block: the size of the counting tasks of ``random_geometric``; the counter-based
+#: draws do not depend on it (edge ``i`` of block ``b`` is edge ``b * BLOCK + i``).
 BLOCK = 1 << 20
 
 #: Fixed per-family stream tags (never renumber: they define the graphs).
@@ -39,6 +40,7 @@ TAGS = {
 STREAM_BLOCK = 0   # per-block streams: [seed, tag, 0, block]
 STREAM_GLOBAL = 1  # graph-wide draws (gnp's edge count, rmat's scramble): [seed, tag, 1, i]
 STREAM_SHAPE = 2   # per-block shape draws (geometric points of a row, ssca2 clique sizes)
+# [seed, tag, 3] keys the counter-based draws (philox.KEY_STREAM)
 
 
 def block_rng(seed, tag, block):

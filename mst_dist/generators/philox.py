@@ -40,7 +40,7 @@ if "NUMBA_THREADING_LAYER" not in os.environ:
     # "workqueue" layer aborts on concurrent launches, OpenMP/TBB do not
     numba.config.THREADING_LAYER = "threadsafe"
 
-__all__ = ["STRUCTURE", "WEIGHT", "TILE", "key_of", "philox4x32", "span_of", "rmat_thresholds",
+__all__ = ["STRUCTURE", "WEIGHT", "TILE", "KEY_STREAM", "key_of", "philox4x32", "span_of", "rmat_thresholds",
            "rmat_edges", "uniform_pairs", "int_weights", "float_weights", "weights_into"]
 
 #: Counter word 3: the stream of a draw.
@@ -49,6 +49,10 @@ WEIGHT = 1
 
 #: Edges per tile of a kernel's parallel loop.
 TILE = 1024
+
+#: The key of a graph's draws is ``SeedSequence([seed, family tag, KEY_STREAM])``'s first 64 bits
+#: (streams 0 to 2 are the NumPy streams of :mod:`.blocks`).
+KEY_STREAM = 3
 
 _M0 = np.uint64(0xD2511F53)
 _M1 = np.uint64(0xCD9E8D57)
@@ -62,7 +66,7 @@ _MAX_ATTEMPTS = 64
 @lru_cache(maxsize=64)
 def key_of(seed, tag):
     """The Philox key ``(k0, k1)`` (uint32) of a graph: from its seed and family tag."""
-    k = np.random.SeedSequence([seed, tag, 3]).generate_state(2, np.uint32)
+    k = np.random.SeedSequence([seed, tag, KEY_STREAM]).generate_state(2, np.uint32)
     return np.uint32(k[0]), np.uint32(k[1])
 
 
