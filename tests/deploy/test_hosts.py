@@ -54,7 +54,7 @@ GUIDE = os.path.join(ROOT, "docs", "guide", "clusters.md")
 #: What the client host runs: the Python API against the scheduler, its answers as JSON on stdout;
 #: then, where a run was made, the MST page in headless Chromium on this host.
 CLIENT = r'''
-import json, sys
+import json, sys, time
 import mst_dist
 from distributed import Client
 
@@ -74,6 +74,9 @@ with Client(address, timeout=30) as c:
     if private == "-":  # a worker at a loopback address: refused before any work
         out["api"] = refused(lambda: mst_dist.minimum_spanning_forest(g, c), mst_dist.WorkerAddressError)
     else:
+        end = time.monotonic() + 60  # the loopback worker stopped just before: gone from the scheduler
+        while any("127.0.0.1" in w for w in c.scheduler_info()["workers"]) and time.monotonic() < end:
+            time.sleep(0.2)
         res = mst_dist.minimum_spanning_forest(g, c, partitions=4, local_finish=0)
         out["edge_ids"] = res.edge_ids.tolist()
         out["workers"] = res.stats.workers
@@ -461,6 +464,18 @@ def test_a_worker_killed_mid_run_then_a_partitioned_run(net, cluster, tmp_path):
 # TLS between the hosts
 # --------------------------------------------------------------------------
 
+#: The scheduler's identity (its page's JSON) once it lists ``argv[2]`` workers (within 300 s).
+IDENTITY = """import json, sys, time, urllib.request
+end = time.monotonic() + 300
+while True:
+    ident = json.load(urllib.request.urlopen(sys.argv[1], timeout=30))
+    if len(ident["workers"]) >= int(sys.argv[2]) or time.monotonic() > end:
+        break
+    time.sleep(0.5)
+print(json.dumps(ident))
+"""
+
+
 def _verify(net, tmp_path, address, as_ip):
     """The guide's ``openssl s_client`` from the client host to ``address`` (host:port): the chain to ca.pem
     and the certificate's IP SAN checked against ``as_ip``; the finished process."""
@@ -497,9 +512,8 @@ def test_tls_between_the_hosts_as_the_guide_makes_it(hosts, cluster, tmp_path):
         assert p.returncode == 0, p.stderr[-3000:]
         assert_forest_file(str(tmp_path / "forest.npz"), expected(mst_dist.generate("grid", **GRID)))
         # the certificate each host serves, checked against the address it serves it at
-        ident = hosts.run("client", [sys.executable, "-c", "import sys, urllib.request; sys.stdout.write("
-                                     "urllib.request.urlopen(sys.argv[1], timeout=30).read().decode())",
-                                     f"http://{hosts.address['scheduler']}:8787/json/identity.json"], timeout=60)
+        ident = hosts.run("client", [sys.executable, "-c", IDENTITY, f"http://{hosts.address['scheduler']}:8787"
+                                     "/json/identity.json", "2"], timeout=330)  # (submit ran once one had joined)
         assert ident.returncode == 0, ident.stderr[-2000:]
         served = [address] + sorted(json.loads(ident.stdout)["workers"])
         assert [a.split("://")[1].rsplit(":", 1)[0] for a in served] == [hosts.address[h] for h in
