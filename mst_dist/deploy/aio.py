@@ -58,14 +58,11 @@ def _twin(client):
 
 def _cancel_all(twin):
     """Cancel every future ``twin`` holds and release the workers' scratch (a cancelled run)."""
-    from distributed import Future
-
     from mst_dist.engine.scratch import release_scratch
+    from mst_dist.engine.watchdog import cancel_run
 
     try:
-        keys = list(twin.futures)
-        if keys:
-            twin.cancel([Future(k, twin) for k in keys], reason="mst-dist: the awaiting task was cancelled")
+        cancel_run(twin, "", "mst-dist: the awaiting task was cancelled")  # every future it holds
         twin.run(release_scratch, None)
     except Exception:  # a scheduler gone: nothing of the run is left there either
         logger.debug("cancelling the run's futures failed", exc_info=True)
