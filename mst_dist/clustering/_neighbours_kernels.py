@@ -51,18 +51,6 @@ def _add(acc, term, metric):
 
 
 @njit(nogil=True, cache=True)
-def _reduced(X, i, Y, j, metric, p, bound):
-    """Reduced distance of ``X[i]`` and ``Y[j]``; past ``bound`` it may stop early (any value > bound)."""
-    acc = 0.0
-    d = X.shape[1]
-    for c in range(d):
-        acc = _add(acc, _term(X[i, c] - Y[j, c], metric, p), metric)
-        if (c & 3) == 3 and acc > bound:
-            return acc
-    return acc
-
-
-@njit(nogil=True, cache=True)
 def _box_reduced(lo, hi, v, Q, q, metric, p):
     """Reduced distance of ``Q[q]`` to node ``v``'s box (0 inside it; ``inf`` for an empty box)."""
     acc = 0.0
@@ -220,7 +208,7 @@ def _sort_row(hd, hn):
 
 
 @njit(nogil=True, cache=True)
-def _search(Xs, ids, lo, hi, n, depth, Q, q, qid, hd, hn, metric, p, stack, stack_d):
+def _search(XT, ids, lo, hi, n, depth, Q, q, qid, hd, hn, metric, p, stack, stack_d, acc):
     k = hd.shape[0]
     first_leaf = (1 << depth) - 1
     top = 0
@@ -234,11 +222,31 @@ def _search(Xs, ids, lo, hi, n, depth, Q, q, qid, hd, hn, metric, p, stack, stac
             continue
         if v >= first_leaf:
             start, stop = _node_range(v, n, depth)
+            # the leaf's distances a coordinate at a time (points in lanes: SIMD), each summed in
+            # coordinate order as _reduced does
+            width = stop - start
+            for t in range(width):
+                acc[t] = 0.0
+            for c in range(XT.shape[0]):
+                x = Q[q, c]
+                if metric == EUCLIDEAN:
+                    for t in range(width):
+                        a = x - XT[c, start + t]
+                        acc[t] += a * a
+                elif metric == MANHATTAN:
+                    for t in range(width):
+                        acc[t] += abs(x - XT[c, start + t])
+                elif metric == CHEBYSHEV:
+                    for t in range(width):
+                        acc[t] = max(acc[t], abs(x - XT[c, start + t]))
+                else:
+                    for t in range(width):
+                        acc[t] += abs(x - XT[c, start + t]) ** p
             for t in range(start, stop):
                 pid = ids[t]
                 if pid == qid:
                     continue
-                dist = _reduced(Q, q, Xs, t, metric, p, hd[0])
+                dist = acc[t - start]
                 if _worse(hd[0], hn[0], dist, pid):
                     hd[0] = dist
                     hn[0] = pid
@@ -262,17 +270,19 @@ def _search(Xs, ids, lo, hi, n, depth, Q, q, qid, hd, hn, metric, p, stack, stac
 
 
 @njit(parallel=True, cache=True)
-def query_tree(Xs, ids, lo, hi, depth, Q, qids, visit, dist, nbr, metric, p):
+def query_tree(XT, ids, lo, hi, depth, Q, qids, visit, dist, nbr, metric, p):
     """Improve each query's neighbour list (``dist``, ``nbr``, rows ascending) with the tree's points.
 
-    ``Xs``: the tree's points in tree order, ``ids`` their global ids;
+    ``XT``: the tree's points in tree order, transposed (coordinates x
+    points, C order), ``ids`` their global ids;
     ``Q[q]`` is the query of global id ``qids[q]`` (never its own
     neighbour); ``visit``: the order the queries are answered in (rows of
     ``Q``, neighbours in space best).  Empty slots are ``(inf, NO_ID)``.
     Rows come back ascending by ``(distance, id)``.
     """
-    n = Xs.shape[0]
+    n = XT.shape[1]
     m = visit.shape[0]
+    leaf_most = (n + (1 << depth) - 1) >> depth
     k = dist.shape[1]
     blocks = (m + QUERY_BLOCK - 1) // QUERY_BLOCK
     for b in prange(blocks):
@@ -280,6 +290,7 @@ def query_tree(Xs, ids, lo, hi, depth, Q, qids, visit, dist, nbr, metric, p):
         stack_d = np.empty(2 * depth + 4)
         hd = np.empty(k)
         hn = np.empty(k, np.int64)
+        acc = np.empty(leaf_most)
         for t in range(b * QUERY_BLOCK, min(m, (b + 1) * QUERY_BLOCK)):
             q = visit[t]
             # the ascending row reversed is a max-heap
@@ -287,7 +298,7 @@ def query_tree(Xs, ids, lo, hi, depth, Q, qids, visit, dist, nbr, metric, p):
                 hd[s] = dist[q, k - 1 - s]
                 hn[s] = nbr[q, k - 1 - s]
             if n > 0:
-                _search(Xs, ids, lo, hi, n, depth, Q, q, qids[q], hd, hn, metric, p, stack, stack_d)
+                _search(XT, ids, lo, hi, n, depth, Q, q, qids[q], hd, hn, metric, p, stack, stack_d, acc)
             _sort_row(hd, hn)
             for s in range(k):
                 dist[q, s] = hd[s]
@@ -344,7 +355,7 @@ def edge_rows(qids, dist, nbr, kth_dist, kth_id, mutual):
     (at ``[q, s]``).  Union: an edge ``{i, j}`` where either lists the
     other, written by ``i`` when ``i < j`` or ``j`` does not list ``i``.
     Mutual: where each lists the other, written by the smaller.  Edges come
-    out row by row, each row's neighbours in order.
+    out row by row, each row's neighbours in order, as ``(smaller, larger)``.
     """
     m, k = dist.shape
     count = np.zeros(m + 1, np.int64)
@@ -376,8 +387,8 @@ def edge_rows(qids, dist, nbr, kth_dist, kth_id, mutual):
             back = _listed(dist[q, s], i, kth_dist[q, s], kth_id[q, s])
             keep = (i < j and back) if mutual else (i < j or not back)
             if keep:
-                src[at] = i
-                dst[at] = j
+                src[at] = min(i, j)
+                dst[at] = max(i, j)
                 w[at] = dist[q, s]
                 at += 1
     return src, dst, w

@@ -166,12 +166,13 @@ def finished(reduced, metric, code, p):
 
 
 def search_tree(points, ids):
-    """A k-d tree over ``points`` (global ids ``ids``): ``(points in tree order, ids, lo, hi, depth)``."""
+    """A k-d tree over ``points`` (global ids ``ids``): ``(points in tree order, them transposed, ids, lo, hi, depth)``."""
     from mst_dist.clustering._neighbours_kernels import build_tree, tree_depth
 
     depth = tree_depth(points.shape[0], LEAF_SIZE)
     order, lo, hi = build_tree(points, depth)
-    return np.ascontiguousarray(points[order]), np.ascontiguousarray(ids[order]), lo, hi, depth
+    Xs = np.ascontiguousarray(points[order])
+    return Xs, np.ascontiguousarray(Xs.T), np.ascontiguousarray(ids[order]), lo, hi, depth
 
 
 def empty_lists(m, k):
@@ -193,9 +194,9 @@ def exact_neighbours(X, k, *, metric="euclidean", p=2):
 
     code, p = metric_of(metric, p)
     n = X.shape[0]
-    Xs, ids, lo, hi, depth = search_tree(X, np.arange(n, dtype=np.int64))
+    Xs, XT, ids, lo, hi, depth = search_tree(X, np.arange(n, dtype=np.int64))
     dist, nbr = empty_lists(n, k)
-    query_tree(Xs, ids, lo, hi, depth, Xs, ids, np.arange(n, dtype=np.int64), dist, nbr, code, p)
+    query_tree(XT, ids, lo, hi, depth, Xs, ids, np.arange(n, dtype=np.int64), dist, nbr, code, p)
     out_d = np.empty_like(dist)
     out_n = np.empty_like(nbr)
     out_d[ids] = dist
