@@ -72,6 +72,20 @@ class HDBSCAN(ClusterMixin, BaseEstimator):
         Default: ``max(2 * min_samples, 10)`` (at most ``n - 1``).  The
         forest is the exact mutual-reachability tree of that graph; a larger
         ``k`` brings it nearer the tree of all pairs (``k = n - 1``: equal).
+        Where the kNN graph falls apart, its components are joined by the
+        edges the exact tree joins them with (Borůvka's rounds on the
+        components, :mod:`mst_dist.clustering.joins`), as the exact tree
+        would, so clusters and outliers are not cut along the graph's gaps
+        (points in memory; a Dask array's components join at infinite
+        distance, as in :func:`mst_dist.hdbscan`).
+    exact : bool
+        The exact mutual-reachability minimum spanning tree of all pairs
+        (Borůvka's rounds over a k-d tree that skips nodes inside one
+        component, after March, Ram and Gray, "Fast Euclidean Minimum
+        Spanning Tree: Algorithm, Analysis, and Applications"), its edges
+        added to the kNN graph: the clusters of the ``hdbscan`` package's
+        definition.  One core here searches it (a Dask array's points are
+        brought here).
     client : distributed.Client, optional
         The cluster of the run (None: the current client, else the embedded
         cluster).
@@ -129,7 +143,7 @@ class HDBSCAN(ClusterMixin, BaseEstimator):
 
     def __init__(self, min_cluster_size=5, min_samples=None, metric="euclidean", cluster_selection_method="eom",
                  allow_single_cluster=False, cluster_selection_epsilon=0.0, prediction_data=False, k=None,
-                 client=None, engine_options=None):
+                 exact=False, client=None, engine_options=None):
         self.min_cluster_size = min_cluster_size
         self.min_samples = min_samples
         self.metric = metric
@@ -138,6 +152,7 @@ class HDBSCAN(ClusterMixin, BaseEstimator):
         self.cluster_selection_epsilon = cluster_selection_epsilon
         self.prediction_data = prediction_data
         self.k = k
+        self.exact = exact
         self.client = client
         self.engine_options = engine_options
 
@@ -200,9 +215,13 @@ class HDBSCAN(ClusterMixin, BaseEstimator):
                              f"core distance; give k >= {ms - 1}")
         from mst_dist.clustering import from_points
 
-        if _is_dask_array(X):  # searched on the run's cluster, the edges left there
-            return from_points(X, int(k), client=self.client), X
-        return from_points(X, int(k)), X
+        if _is_dask_array(X):
+            if not self.exact:  # searched on the run's cluster, the edges left there
+                return from_points(X, int(k), client=self.client), X
+            X = np.asarray(X, dtype=np.float64)  # the exact tree is searched here
+        from mst_dist.clustering.joins import with_joins
+
+        return with_joins(from_points(X, int(k)), X, ms, exact=bool(self.exact)), X
 
     # -- fitting -----------------------------------------------------------------------------------
 

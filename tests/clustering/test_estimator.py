@@ -80,7 +80,7 @@ def test_attributes(blobs):
     est = HDBSCAN(min_cluster_size=8).fit(blobs)
     n = len(blobs)
     mst = est.minimum_spanning_tree_
-    assert mst.shape == (n - est.forest_.n_components, 3) and np.all(np.diff(mst[:, 2]) >= 0)
+    assert mst.shape == (n - 1, 3) and np.all(np.diff(mst[:, 2]) >= 0)  # the kNN graph's parts joined
     assert mst[:, 2].sum() == pytest.approx(est.forest_.total_weight)
     assert est.single_linkage_tree_.shape == (n - 1, 4)
     assert est.condensed_tree_.dtype == mst_dist.clustering.CONDENSED_DTYPE
@@ -98,8 +98,21 @@ def test_attributes(blobs):
 def test_an_outlier_scores_highest_and_is_noise():
     rng = np.random.default_rng(0)
     X = np.r_[rng.normal(0, 0.2, (40, 2)), rng.normal(5, 0.2, (40, 2)), [[20.0, 20.0]]]
-    est = HDBSCAN(min_cluster_size=5, k=len(X) - 1).fit(X)
+    est = HDBSCAN(min_cluster_size=5).fit(X)  # (the two blobs' kNN graphs apart, joined as the exact tree joins them)
     assert est.labels_[-1] == -1 and est.outlier_scores_.argmax() == len(X) - 1
+
+
+@pytest.mark.parametrize("shape", ["blobs", "moons"])
+def test_exact_is_the_tree_of_all_pairs(shape):
+    if shape == "blobs":
+        X, _ = make_blobs(120, centers=3, random_state=2)
+    else:
+        X, _ = make_moons(120, noise=0.07, random_state=2)
+    exact = HDBSCAN(min_cluster_size=6, min_samples=4, k=3, exact=True).fit(X)
+    everything = HDBSCAN(min_cluster_size=6, min_samples=4, metric="precomputed").fit(squareform(pdist(X)))
+    assert exact.forest_.total_weight == pytest.approx(everything.forest_.total_weight, rel=1e-12)
+    np.testing.assert_array_equal(exact.labels_, everything.labels_)
+    np.testing.assert_array_equal(exact.outlier_scores_, everything.outlier_scores_)
 
 
 def test_epsilon_merges_clusters_born_below_it():

@@ -1,0 +1,245 @@
+"""Exact mutual-reachability spanning trees of points: Borůvka rounds over a k-d tree that knows components.
+
+March, Ram and Gray ("Fast Euclidean Minimum Spanning Tree: Algorithm,
+Analysis, and Applications", KDD 2010) run Borůvka's rounds on points: in
+each round every component needs its lightest edge to another component,
+found by a nearest-neighbour search that skips the tree nodes whose points
+all lie in the searching point's component.  Here the weight is mutual
+reachability, ``max(core(u), core(v), d(u, v))``, so a node is also skipped
+when its least core distance, or the searching point's own, is already
+above the component's best; the searches are single-tree (one per point, a
+component's best so far bounding every search of its points).
+
+Two uses: :func:`join_components` adds, to a kNN graph whose components
+are apart, the edges that join them as the exact tree of all pairs would
+(each round of Borůvka on the components); :func:`exact_tree` runs the
+rounds from single points, the exact mutual-reachability minimum spanning
+tree.  Ties are broken by ``(weight, smaller end, larger end)``, one strict
+order, so the rounds never close a cycle.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+__all__ = ["join_components", "exact_tree", "LEAF_SIZE"]
+
+#: Points of a leaf of the k-d tree.
+LEAF_SIZE = 16
+
+
+@njit(nogil=True, cache=True)
+def build(X, leaf_size):
+    """A k-d tree of ``X``: ``(order, start, end, left, right, lo, hi, nodes)``, split at the median of the widest side.
+
+    Node ``i`` holds the points ``order[start[i]:end[i]]`` in the box
+    ``lo[i]..hi[i]``; a leaf has ``left[i] == -1``.  Children come after
+    their parent.
+    """
+    n, d = X.shape
+    cap = 2 * (n // max(leaf_size // 2, 1)) + 3
+    order = np.arange(n)
+    start = np.zeros(cap, np.int64)
+    end = np.zeros(cap, np.int64)
+    left = np.full(cap, -1, np.int64)
+    right = np.full(cap, -1, np.int64)
+    lo = np.zeros((cap, d))
+    hi = np.zeros((cap, d))
+    end[0] = n
+    nodes = 1
+    stack = [0]
+    while len(stack):
+        i = stack.pop()
+        s, e = start[i], end[i]
+        for k in range(d):
+            lo[i, k] = np.inf
+            hi[i, k] = -np.inf
+        for t in range(s, e):
+            for k in range(d):
+                x = X[order[t], k]
+                lo[i, k] = min(lo[i, k], x)
+                hi[i, k] = max(hi[i, k], x)
+        if e - s <= leaf_size:
+            continue
+        dim = np.argmax(hi[i] - lo[i])
+        if hi[i, dim] <= lo[i, dim]:
+            continue  # every point the same: a leaf, however many
+        part = order[s:e]
+        order[s:e] = part[np.argsort(X[part, dim])]
+        m = (s + e) // 2
+        left[i], right[i] = nodes, nodes + 1
+        start[nodes], end[nodes], start[nodes + 1], end[nodes + 1] = s, m, m, e
+        stack.append(nodes)
+        stack.append(nodes + 1)
+        nodes += 2
+    return order, start, end, left, right, lo, hi, nodes
+
+
+@njit(nogil=True, cache=True)
+def _node_core(order, start, end, left, right, nodes, core):
+    out = np.empty(nodes)
+    for i in range(nodes - 1, -1, -1):
+        if left[i] < 0:
+            m = np.inf
+            for t in range(start[i], end[i]):
+                m = min(m, core[order[t]])
+            out[i] = m
+        else:
+            out[i] = min(out[left[i]], out[right[i]])
+    return out
+
+
+@njit(nogil=True, cache=True)
+def _node_comp(order, start, end, left, right, nodes, comp):
+    out = np.empty(nodes, np.int64)
+    for i in range(nodes - 1, -1, -1):
+        if left[i] < 0:
+            c = comp[order[start[i]]]
+            for t in range(start[i] + 1, end[i]):
+                if comp[order[t]] != c:
+                    c = -1
+                    break
+            out[i] = c
+        else:
+            out[i] = out[left[i]] if out[left[i]] == out[right[i]] else -1
+    return out
+
+
+@njit(nogil=True, cache=True)
+def _box_dist(X, u, lo, hi, i):
+    s = 0.0
+    for k in range(X.shape[1]):
+        x = X[u, k]
+        g = lo[i, k] - x if x < lo[i, k] else (x - hi[i, k] if x > hi[i, k] else 0.0)
+        s += g * g
+    return np.sqrt(s)
+
+
+@njit(nogil=True, cache=True)
+def _better(w, a, b, bw, ba, bb):
+    return w < bw or (w == bw and (a < ba or (a == ba and b < bb)))
+
+
+@njit(nogil=True, cache=True)
+def _round(X, core, comp, ncomp, tree, node_core):
+    """Each component's lightest edge to another: ``(u, v, w)`` arrays of length ``ncomp``."""
+    order, start, end, left, right, lo, hi, nodes = tree
+    node_comp = _node_comp(order, start, end, left, right, nodes, comp)
+    bw = np.full(ncomp, np.inf)
+    bu = np.full(ncomp, -1, np.int64)
+    bv = np.full(ncomp, -1, np.int64)
+    stack = np.empty(nodes + 1, np.int64)
+    for t in range(order.shape[0]):
+        u = order[t]
+        c = comp[u]
+        if core[u] > bw[c]:
+            continue
+        top = 0
+        stack[0] = 0
+        top = 1
+        while top:
+            top -= 1
+            i = stack[top]
+            if node_comp[i] == c:
+                continue
+            if max(core[u], node_core[i], _box_dist(X, u, lo, hi, i)) > bw[c]:
+                continue
+            if left[i] >= 0:
+                a, b = left[i], right[i]
+                if _box_dist(X, u, lo, hi, a) > _box_dist(X, u, lo, hi, b):
+                    a, b = b, a
+                stack[top] = b
+                stack[top + 1] = a  # the nearer child first
+                top += 2
+                continue
+            for s in range(start[i], end[i]):
+                v = order[s]
+                if comp[v] == c:
+                    continue
+                d = 0.0
+                for k in range(X.shape[1]):
+                    g = X[u, k] - X[v, k]
+                    d += g * g
+                w = max(core[u], core[v], np.sqrt(d))
+                if _better(w, min(u, v), max(u, v), bw[c], min(bu[c], bv[c]), max(bu[c], bv[c])):
+                    bw[c], bu[c], bv[c] = w, u, v
+    return bu, bv, bw
+
+
+@njit(nogil=True, cache=True)
+def _find(parent, x):
+    while parent[x] != x:
+        parent[x] = parent[parent[x]]
+        x = parent[x]
+    return x
+
+
+def _rounds(X, core, comp):
+    """Borůvka's rounds from the components ``comp`` until one is left: the edges added, ``(u, v)``."""
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    core = np.ascontiguousarray(core, dtype=np.float64)
+    tree = build(X, LEAF_SIZE)
+    node_core = _node_core(*tree[:5], tree[7], core)
+    us, vs = [], []
+    _, comp = np.unique(comp, return_inverse=True)
+    ncomp = int(comp.max()) + 1 if comp.shape[0] else 0
+    while ncomp > 1:
+        bu, bv, _ = _round(X, core, comp, ncomp, tree, node_core)
+        parent = np.arange(ncomp)
+        for c in range(ncomp):
+            a, b = _find(parent, comp[bu[c]]), _find(parent, comp[bv[c]])
+            if a != b:
+                parent[max(a, b)] = min(a, b)
+                us.append(bu[c])
+                vs.append(bv[c])
+        roots = np.array([_find(parent, c) for c in range(ncomp)])
+        _, roots = np.unique(roots, return_inverse=True)
+        comp = roots[comp]
+        ncomp = int(comp.max()) + 1
+    return np.array(us, dtype=np.int64), np.array(vs, dtype=np.int64)
+
+
+def join_components(X, core, src, dst):
+    """Edges ``(u, v)`` joining the components of the graph ``(src, dst)`` on points ``X``, as the exact tree would.
+
+    Empty where the graph is connected.  ``core``: the points' core
+    distances (finite).
+    """
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import connected_components
+
+    n = X.shape[0]
+    A = sp.coo_matrix((np.ones(src.shape[0]), (src, dst)), shape=(n, n))
+    k, comp = connected_components(A, directed=False)
+    if k <= 1:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return _rounds(X, core, comp)
+
+
+def exact_tree(X, core):
+    """The exact minimum spanning tree of the points' mutual reachability distances: edges ``(u, v)``, ``n - 1`` of them."""
+    return _rounds(X, core, np.arange(X.shape[0]))
+
+
+def with_joins(graph, X, min_samples, exact=False):
+    """The kNN ``graph`` of points ``X`` with the edges of the exact tree added, weighted by distance.
+
+    ``exact=False``: the edges joining its components (none where it is
+    connected); ``exact=True``: every edge of the exact mutual-reachability
+    tree.  The forest of the result's mutual reachability distances is then
+    a spanning tree, and with ``exact`` the exact one.
+    """
+    from sklearn.neighbors import KDTree
+
+    from mst_dist.graph import Graph
+
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    src, dst, w = graph.to_arrays()
+    core = KDTree(X).query(X, k=min_samples)[0][:, -1]
+    u, v = exact_tree(X, core) if exact else join_components(X, core, np.asarray(src), np.asarray(dst))
+    if not u.shape[0]:
+        return graph
+    d = np.sqrt(((X[u] - X[v]) ** 2).sum(axis=1))
+    return Graph.from_arrays(np.concatenate([src, u]), np.concatenate([dst, v]), np.concatenate([w, d]),
+                             n_vertices=X.shape[0], name=f"{graph.name}+joins" if getattr(graph, "name", None)
+                             else "knn+joins")
