@@ -33,7 +33,6 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.request
 
 import numpy as np
 import pytest
@@ -186,13 +185,13 @@ def hosts():
 
 def _scheduler(net, root, holding, **kwargs):
     """The guide's scheduler command holding ``holding`` started on the scheduler's host (with a scheduler
-    file in ``root``, to wait for); its address."""
+    file in ``root``, to wait for); ``(its address, the process)``."""
     info = root / "scheduler.json"
     if info.exists():
         info.unlink()
-    net.start("scheduler", _guide_command(holding) + ["--scheduler-file", str(info)], env=net.env, **kwargs)
-    wait_for(lambda: info.exists() and info.stat().st_size > 0, 60, "the scheduler's file")
-    return json.loads(info.read_text())["address"]
+    p = net.start("scheduler", _guide_command(holding) + ["--scheduler-file", str(info)], env=net.env, **kwargs)
+    wait_for(lambda: info.exists() and info.stat().st_size > 0, 120, "the scheduler's file")
+    return json.loads(info.read_text())["address"], p
 
 
 def _worker(net, host, spec, private=None, **kwargs):
@@ -222,9 +221,8 @@ class _Cluster:
     def up(self):
         if "scheduler" not in self.procs or self.procs["scheduler"].poll() is not None:
             self.down()
-            self.address = _scheduler(self.hosts, self.root, "dask scheduler --host 10.0.0.1 --port 8786",
-                                      lasting=True)
-            self.procs["scheduler"] = self.hosts._procs[-1]
+            self.address, self.procs["scheduler"] = _scheduler(
+                self.hosts, self.root, "dask scheduler --host 10.0.0.1 --port 8786", lasting=True)
         for host in ("node1", "node2"):
             if host not in self.procs or self.procs[host].poll() is not None:
                 self.procs[host] = _worker(self.hosts, host, self.spec, lasting=True,
@@ -269,7 +267,7 @@ def _client(net, tmp_path, workers, private="-"):
 
 
 def _finish(p):
-    """``(exit status, stdout, stderr)`` of a process :func:`_client` or :func:`_submit` started."""
+    """``(exit status, stdout, stderr)`` of a client process started with captured output."""
     out, err = p.communicate(timeout=180)
     return p.returncode, out, err
 
@@ -502,7 +500,7 @@ def test_tls_between_the_hosts_as_the_guide_makes_it(hosts, cluster, tmp_path):
                                                                                           "security": security}}))
     cluster.down()  # its port is the guide's TLS scheduler's too (a later test starts it again)
     with hosts.scope():
-        address = _scheduler(hosts, tmp_path, "--protocol tls", cwd=tmp_path)
+        address, _ = _scheduler(hosts, tmp_path, "--protocol tls", cwd=tmp_path)
         assert address == f"tls://{hosts.address['scheduler']}:8786"
         worker = _guide_command("dask spec tls://")
         for host in ("node1", "node2"):
