@@ -41,7 +41,7 @@ def relative_validity(labels, src, dst, weight):
     >>> from mst_dist.clustering.validity import relative_validity
     >>> labels = np.array([0, 0, 0, 1, 1, 1])
     >>> src, dst = np.array([0, 1, 2, 3, 4]), np.array([1, 2, 3, 4, 5])
-    >>> relative_validity(labels, src, dst, np.array([1.0, 1.0, 10.0, 2.0, 2.0]))
+    >>> round(relative_validity(labels, src, dst, np.array([1.0, 1.0, 10.0, 2.0, 2.0])), 6)
     0.85
     """
     labels = np.asarray(labels, dtype=np.int64)

@@ -188,3 +188,12 @@ def test_bad_input_is_a_clear_error(X, kw, message):
 def test_a_ragged_array_is_a_clear_error():
     with pytest.raises(ValueError, match="inhomogeneous|sequence"):
         HDBSCAN(min_cluster_size=2).fit([[0.0, 1.0], [2.0], [3.0, 4.0]])
+
+
+@pytest.mark.parametrize("name", ["estimator", "prediction", "outliers", "validity"])
+def test_docstring_examples(name):
+    import doctest
+    import importlib
+
+    out = doctest.testmod(importlib.import_module(f"mst_dist.clustering.{name}"), report=False)
+    assert out.attempted >= 3 and out.failed == 0, out
