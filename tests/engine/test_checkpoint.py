@@ -117,6 +117,9 @@ def test_streamed_run_stopped_after_a_pass_and_resumed(client2, tmp_path, case):
     saved = manifest(ck)
     assert saved["mode"] == "streaming" and saved["passes"] == 1 and not saved["complete"]
     assert saved["threshold"] is not None and saved["rows"]
+    if case == "local-solves":  # the name earlier saves of this release gave the kind: it resumes all the same
+        with open(os.path.join(ck, MANIFEST), "w") as f:
+            json.dump({**saved, "mode": "stream"}, f)
 
     events = []
     res = mst_dist.minimum_spanning_forest(g, client2, stream="always", checkpoint=ck,

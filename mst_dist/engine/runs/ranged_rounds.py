@@ -27,7 +27,7 @@ import time
 import numpy as np
 from distributed import Future
 
-from mst_dist.engine import ranged, tasks
+from mst_dist.engine import passes, ranged, tasks
 from mst_dist.engine.batch import Batch
 from mst_dist.engine.exchange import by_worker, pull_all
 from mst_dist.engine.placement import pin
@@ -36,7 +36,7 @@ from mst_dist.engine.runs.round_end import end_round
 from mst_dist.engine.runs.solver import Solver, wait_on
 from mst_dist.engine.runs.state import RangedRound, SolveState
 from mst_dist.graph import VERTEX_BYTES
-from mst_dist.kernels.vertex_ranges import even_bounds
+from mst_dist.kernels.vertex_ranges import distinct, even_bounds
 from mst_dist.phases import Phase, Step
 
 #: Pointer jumping halves every chain of parents: no chain of fewer than 2**64 components takes more jumps.
@@ -309,6 +309,21 @@ def canonical_labels(store, rnd, parts):
     labels = store.exchange(Step.CANONICAL, rnd, firsts, kept, split=functools.partial(ranged.split_fids, bounds=fb),
                             serve=ranged.serve_map, assemble=ranged.final_labels)
     return labels, int(sum(counts))
+
+
+def survivors_of(store, labels, sample, lo, k):
+    """A streamed run's sample relabelled by the owners of the vertex map (``labels``, cut by the store's
+    ``vertex_bounds``): ``(key, eid)`` above ``lo`` joining two components, in order."""
+    ids = distinct(np.concatenate([sample.u, sample.v]))
+    cuts = np.searchsorted(ids, store.vertex_bounds)
+    pins = store.range_pins(len(labels))
+    with Batch(store.run.client) as b:
+        asked = [b.submit(ranged.labels_at, vl, ids[cuts[r]:cuts[r + 1]],
+                          key=store.run.builder.key(Step.PASS_ESTIMATE, k, r), **pins[r])
+                 for r, vl in enumerate(labels)]
+    lab = np.concatenate(store.run.client.gather(asked))
+    cu, cv = lab[np.searchsorted(ids, sample.u)], lab[np.searchsorted(ids, sample.v)]
+    return passes.survivors_labelled(cu, cv, sample.key, sample.eid, lo)
 
 
 def default_ranges(n, threads, min_memory, chunks):

@@ -27,7 +27,7 @@ import time
 
 import numpy as np
 
-from mst_dist.engine import passes, ranged, tasks
+from mst_dist.engine import ranged, tasks
 from mst_dist.engine.batch import Batch
 from mst_dist.engine.exchange import by_requester, exchange
 from mst_dist.engine.placement import pin
@@ -38,14 +38,14 @@ from mst_dist.engine.runs.local_first import contract_locally
 from mst_dist.engine.runs.outputs import written
 from mst_dist.engine.runs.ranged_rounds import (canonical_labels, chunk_pins, count_edges, finish_rounds,
                                                 first_round, resumed_round, round_ranges, settle_labels,
-                                                solve_rounds)
+                                                solve_rounds, survivors_of)
 from mst_dist.engine.runs.parts import VertexStore
 from mst_dist.engine.runs.solver import wait_on
 from mst_dist.engine.runs.state import RangedRound, RangesState, SolveState
 from mst_dist.errors import GraphTooLargeError
 from mst_dist.graph import VERTEX_BYTES, human_bytes, vertex_memory
 from mst_dist.io import urls, writers
-from mst_dist.kernels.vertex_ranges import distinct, even_bounds
+from mst_dist.kernels.vertex_ranges import even_bounds
 from mst_dist.phases import Step
 
 
@@ -293,19 +293,7 @@ class VertexRanges(VertexStore):
             return [b.submit(fn, p, key=self.run.builder.key(step, k, r), **pins[r]) for r, p in enumerate(parts)]
 
     def survivors(self, st, sample, lo, k):
-        """The sample relabelled by the owners of the vertex map: ``(key, eid)`` above ``lo`` joining two
-        components, in order."""
-        ids = distinct(np.concatenate([sample.u, sample.v]))
-        cuts = np.searchsorted(ids, self.vertex_bounds)
-        labels = st.vertices.labels
-        pins = self.range_pins(len(labels))
-        with Batch(self.run.client) as b:
-            asked = [b.submit(ranged.labels_at, vl, ids[cuts[r]:cuts[r + 1]],
-                              key=self.run.builder.key(Step.PASS_ESTIMATE, k, r), **pins[r])
-                     for r, vl in enumerate(labels)]
-        lab = np.concatenate(self.run.client.gather(asked))
-        cu, cv = lab[np.searchsorted(ids, sample.u)], lab[np.searchsorted(ids, sample.v)]
-        return passes.survivors_labelled(cu, cv, sample.key, sample.eid, lo)
+        return survivors_of(self, st.vertices.labels, sample, lo, k)
 
     # -- finish and write --------------------------------------------------------------------
 
