@@ -17,7 +17,7 @@ import numpy as np
 from mst_dist.generators.philox import weights_into
 
 __all__ = ["BLOCK", "TAGS", "STREAM_BLOCK", "STREAM_GLOBAL", "STREAM_SHAPE", "block_rng",
-           "global_rng", "draw_weights", "empty_rows", "check_range", "block_spans", "fixed_rows",
+           "global_rng", "draw_weights", "empty_rows", "check_range", "fixed_rows",
            "counter_weights"]
 
 #: Edges per block: the size of the counting tasks of ``random_geometric``; the counter-based
@@ -78,17 +78,6 @@ def check_range(start, stop, m):
     if not 0 <= start <= stop <= m:
         raise ValueError(f"row range [{start}, {stop}) is outside [0, {m})")
     return start, stop
-
-
-def block_spans(start, stop, m):
-    """Yield ``(block, block_start, block_len, lo, hi)`` for blocks overlapping [start, stop).
-
-    ``lo:hi`` is the overlap, relative to the block start.
-    """
-    for b in range(start // BLOCK, (stop - 1) // BLOCK + 1):
-        b0 = b * BLOCK
-        blen = min(BLOCK, m - b0)
-        yield b, b0, blen, max(start, b0) - b0, min(stop, b0 + blen) - b0
 
 
 def fixed_rows(start, stop, m, seed, tag, weights, wmin, wmax, structure, **kw):
