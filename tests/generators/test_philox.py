@@ -265,3 +265,15 @@ def test_weights_are_uniform():
     f = generate("erdos_renyi", n=10, m=100_000, seed=1, weights="float", wmin=2.0, wmax=4.0).to_arrays()[2]
     ok, stat = _chi2_ok(np.histogram(f, bins=40, range=(2.0, 4.0))[0], np.full(40, 2500.0))
     assert ok, stat
+
+
+def test_rows_loaded_from_several_threads_at_once():
+    """Dask workers load ranges from several threads at once: each range is the one loaded alone."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    src = generate("rmat", scale=12, edge_factor=16, seed=3).sources[0]
+    full = src.load(0, src.n_edges)
+    cuts = np.linspace(0, src.n_edges, 17).astype(int)
+    with ThreadPoolExecutor(4) as pool:
+        parts = list(pool.map(lambda ab: src.load(*ab), zip(cuts[:-1], cuts[1:])))
+    _assert_rows(full, tuple(np.concatenate([p[i] for p in parts]) for i in range(3)))
