@@ -185,9 +185,9 @@ def edge_count(edges):
 def held_rows(start, stop, *, key, token):
     """Rows ``start:stop`` of the edges a task left on the cluster (a graph source's row function).
 
-    Read from this worker's memory where the task's result is here, else
-    through the dataset of that name the run published (on a worker, the task
-    seceded while it waits).
+    Read from the memory of this worker, or of another worker of this process,
+    where the task's result is there, else through the dataset of that name the
+    run published (on a worker, the task seceded while it waits).
     """
     edges = None
     try:
@@ -197,9 +197,14 @@ def held_rows(start, stop, *, key, token):
     except (ImportError, ValueError):
         worker = None
     if worker is not None:
-        if key in worker.data:
-            edges = worker.data[key]
-        else:
+        from distributed import Worker
+
+        # this worker's memory, else a worker of this process's (an in-process cluster)
+        for holder in [worker] + [w for w in list(Worker._instances) if w is not worker]:
+            if key in holder.data:
+                edges = holder.data[key]
+                break
+        if edges is None:
             from distributed import worker_client
 
             with worker_client() as c:
