@@ -20,9 +20,10 @@ R-MAT) so they vectorise: 32 x 32 -> 64-bit multiplies are one SIMD
 instruction on x86.
 
 Bounded integers use Lemire's multiply-shift with rejection ("Fast Random
-Integer Generation in an Interval", ACM TOMACS 2019): exactly uniform; a
-rejected draw (probability below ``span / 2**64``) is drawn again from the
-next attempt's counter.
+Integer Generation in an Interval", ACM TOMACS 2019) on a 32-bit word where
+the span is at most ``2**32``, on a 64-bit one otherwise: exactly uniform; a
+rejected draw (probability below ``span / 2**32``, resp. ``span / 2**64``) is
+drawn again from the next attempt's counter.
 
 Arrays in, arrays out: no Dask, no I/O.
 """
@@ -41,7 +42,7 @@ if "NUMBA_THREADING_LAYER" not in os.environ:
     numba.config.THREADING_LAYER = "threadsafe"
 
 __all__ = ["STRUCTURE", "WEIGHT", "TILE", "KEY_STREAM", "key_of", "philox4x32", "span_of", "rmat_thresholds",
-           "rmat_edges", "uniform_pairs", "int_weights", "float_weights", "weights_into"]
+           "rmat_edges", "uniform_pairs", "int_weights", "float_weights", "weights_into", "exercise"]
 
 #: Counter word 3: the stream of a draw.
 STRUCTURE = 0
