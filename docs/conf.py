@@ -52,7 +52,7 @@ autodoc_typehints = "none"
 # projects (NumPy, Dask, ...) cannot be linked without network access (no intersphinx),
 # so those are let through, with the project's own internal modules named below.
 nitpicky = True
-_EXTERNAL = r"(numpy|np|dask|distributed|pandas|pd|scipy|networkx|nx|pyarrow|pa|cupy|numba|bokeh|os|pathlib|logging|argparse|collections|typing|concurrent|asyncio)(\..*)?"
+_EXTERNAL = r"(numpy|np|dask|distributed|pandas|pd|scipy|networkx|nx|pyarrow|pa|cupy|numba|bokeh|sklearn|os|pathlib|logging|argparse|collections|typing|concurrent|asyncio)(\..*)?"
 # Docstrings also name the modules behind the public names (``mst_dist.io.interop``,
 # ``mst_dist.engine.checkpoint``, ...) and, inside them, their neighbours by bare name; the
 # reference documents the public names only, so those are not links.

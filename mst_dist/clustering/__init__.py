@@ -37,5 +37,6 @@ def __dir__():
 
 
 __all__ = ["linkage", "clusters", "levels", "write_levels", "hdbscan", "HDBSCANResult",
-           "CONDENSED_DTYPE", "from_kneighbors_graph", "from_points", "knn_graph", "HDBSCAN",
+           "CONDENSED_DTYPE", "from_kneighbors_graph", "from_points", "knn_graph",
            "approximate_predict", "membership_vector", "all_points_membership_vectors"]
+# (HDBSCAN, the estimator, is here too, documented once: as mst_dist.HDBSCAN)

@@ -41,7 +41,7 @@ class HDBSCAN(ClusterMixin, BaseEstimator):
     workers for a Dask array), whose mutual-reachability spanning forest
     the engine computes; the attributes are those of the ``hdbscan``
     package (``outlier_scores_``, ``exemplars_``, ``relative_validity_``,
-    ...) and :mod:`mst_dist.clustering.prediction` places new points.
+    ...) and :func:`~mst_dist.clustering.approximate_predict` and the membership vectors place new points.
 
     Parameters
     ----------
@@ -74,7 +74,7 @@ class HDBSCAN(ClusterMixin, BaseEstimator):
         ``k`` brings it nearer the tree of all pairs (``k = n - 1``: equal).
         Where the kNN graph falls apart, its components are joined by the
         edges the exact tree joins them with (Borůvka's rounds on the
-        components, :mod:`mst_dist.clustering.joins`), as the exact tree
+        components, ``mst_dist.clustering.joins``), as the exact tree
         would, so clusters and outliers are not cut along the graph's gaps
         (points in memory; a Dask array's components join at infinite
         distance, as in :func:`mst_dist.hdbscan`).
@@ -101,8 +101,8 @@ class HDBSCAN(ClusterMixin, BaseEstimator):
     probabilities_ : float64 ndarray (n,)
         Strength of each point's membership of its cluster; 0 for noise.
     outlier_scores_ : float64 ndarray (n,)
-        GLOSH scores (:func:`mst_dist.clustering.outliers.glosh`).
-    cluster_persistence_ : float64 ndarray (n_clusters_,)
+        GLOSH scores (``mst_dist.clustering.outliers.glosh``).
+    cluster_persistence_ : float64 ndarray, one per cluster
         Each cluster's stability over its size times the tree's largest lambda (in ``[0, 1]``).
     exemplars_ : list of ndarrays
         Each cluster's exemplar points (the points of its leaf clusters that
@@ -122,7 +122,7 @@ class HDBSCAN(ClusterMixin, BaseEstimator):
         The engine's result (its statistics, its edge ids).
     relative_validity_ : float
         DBCV as the ``hdbscan`` package approximates it from the forest
-        (:func:`mst_dist.clustering.validity.relative_validity`).
+        (``mst_dist.clustering.validity.relative_validity``).
     core_distances_ : float64 ndarray (n,)
     n_clusters_ : int
     prediction_data_ : PredictionData or None
