@@ -225,18 +225,18 @@ def test_no_task_output_holds_n_bytes(client2, stream):
 
 
 class HeldInRound(Held):
-    """Which ranges' merged candidates and hooked pairs are in memory as each labels assemble (a round's last
-    step) starts."""
+    """Which ranges' merged candidates and hooked pairs are in memory as each filter assemble (a round's last
+    step: each chunk relabelled) starts."""
 
     name = "mst-test-held-in-round"
     KEPT = ("cand-serve", "hook-assemble")
-    AT = ("labels-assemble",)
+    AT = ("filter-assemble",)
 
 
 def test_a_round_lets_its_candidates_and_hooked_pairs_go_once_used(client2):
     """The merged candidates and the hooked pairs (each an array over every component of a range) are let
     go once the hook and the parents and chosen ids taken out of the pairs have run, before the round's
-    labels follow: they are not held to the end of the round."""
+    chunks are relabelled: they are not held to the end of the round."""
     g = mst_dist.generate("erdos_renyi", seed=7, n=4000, m=8000)
     src, dst, w = g.to_arrays()
     client2.register_plugin(HeldInRound())
