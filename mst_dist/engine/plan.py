@@ -24,14 +24,15 @@ SLICE_BYTES_PER_EDGE = 80
 #: partitioned run's chunks, candidates and exchanges (about 148 measured on Erdős–Rényi graphs)
 #: and the pass's kept rows.
 SPREAD_SLICE_BYTES_PER_EDGE = 170
-#: Bytes per vertex a streaming run holds on the worker that solves its slices, beside
-#: STREAM_THREAD_VERTEX_BYTES per thread of that worker: the vertex map, the solve's parents,
-#: round maps and chosen ids, and the scratch its kernels keep from pass to pass.  With the
-#: slice's bytes, :func:`stream_memory` is above the peaks measured of R-MAT 24, 26 and 27
-#: streamed on one 2-thread worker (2.96, 9.71, 17.5 GiB) by 10% to 23%.
-STREAM_VERTEX_BYTES = 85
-#: Bytes per vertex and thread of that worker: the solve's per-thread cheapest-edge arrays.
-STREAM_THREAD_VERTEX_BYTES = 20
+#: Bytes per vertex a streaming run holds on the worker that solves its slices, whatever its thread
+#: count (ids int32 below 2**31 vertices).  While a slice is solved: the vertex map (4), the solve's
+#: cheapest-edge slot shared by its threads (8: a packed key and position, kept by compare-and-swap),
+#: parent (4) and flag (1), the round maps (4 the first, the later ones smaller) and the map they
+#: compose to (4), the forest's ids (8 an edge); none of these outlives the solve but the map.  At
+#: the end, on a worker that is also the client (the embedded default): the labels (8, numbered
+#: through 4 more), and the forest's rows joined from the passes.  Measured on Erdős–Rényi graphs
+#: of 2**23 to 2**26 vertices with half as many edges (``python -m benchmarks.vertex_bytes``).
+STREAM_VERTEX_BYTES = 42
 #: Bytes per edge of a streaming run's slice while it is solved: its chunks, their rows, the
 #: solve's copy.
 STREAM_SLICE_EDGE_BYTES = 56
@@ -118,10 +119,11 @@ def slice_budget(total_memory, per_edge=SLICE_BYTES_PER_EDGE, share=4) -> int:
 
 
 def stream_memory(n_vertices, n_edges, threads, total_memory) -> int:
-    """Bytes a streaming run needs on the worker that solves its slices (``threads``: that worker's):
-    per vertex, and a slice of at most :func:`slice_budget` edges."""
-    per_vertex = STREAM_VERTEX_BYTES + STREAM_THREAD_VERTEX_BYTES * max(1, int(threads))
-    return int(n_vertices) * per_vertex + min(slice_budget(total_memory), int(n_edges)) * STREAM_SLICE_EDGE_BYTES
+    """Bytes a streaming run needs on the worker that solves its slices: :data:`STREAM_VERTEX_BYTES` a
+    vertex, and a slice of at most :func:`slice_budget` edges.  ``threads`` (that worker's) changes
+    nothing: the solve's threads share one cheapest-edge slot per component."""
+    slice_edges = min(slice_budget(total_memory), int(n_edges))
+    return int(n_vertices) * STREAM_VERTEX_BYTES + slice_edges * STREAM_SLICE_EDGE_BYTES
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ import numpy as np
 from numba import njit, prange
 
 from mst_dist.kernels.contract import RoundTrace, SolveRound, Solution
-from mst_dist.kernels.cpu.arena import alloc_soa, blocks, empty, nthreads
+from mst_dist.kernels.cpu.arena import alloc_soa, blocks, nthreads
 from mst_dist.kernels.cpu.atomics import cas
 from mst_dist.kernels.contract import to_host
 from mst_dist.kernels.cpu.chunk import adopt, id_dtype, weight_keys
@@ -340,19 +340,21 @@ class _Solver:
     """
 
     def __init__(self, n_comp, finished_offset, id_dtype, light_factor, min_degree, dedupe, seed, on_round):
-        self.T = T = max(1, nthreads())
+        self.T = max(1, nthreads())
         self.rng = np.random.default_rng(seed)
         self.trace = RoundTrace(on_round)  # on_round hears of each round as it ends
         self.light_factor, self.min_degree, self.dedupe = light_factor, min_degree, dedupe
-        # scratch reused by every round (fresh allocations would page-fault each round): one shared
-        # cheapest-edge slot, a parent and a flag per component, whatever the thread count
+        # per-component arrays reused by every round of this solve (fresh ones would page-fault each
+        # round): one shared cheapest-edge slot, a parent and a flag per component, whatever the thread
+        # count.  Not from the arena: they go with the solve, so a streaming run's later steps (the vertex
+        # map composed, the labels) never stack on them
         n0 = max(1, int(n_comp))
-        self.slot_buf = empty(n0, np.uint64)
-        self.work = (empty(n0, id_dtype), empty(n0, np.bool_))
+        self.slot_buf = np.empty(n0, np.uint64)
+        self.work = (np.empty(n0, id_dtype), np.empty(n0, np.bool_))
         # round maps hold live ids and finished ones -(F + 1): int32 while they fit
         self.map_dtype = np.int32 if int(n_comp) + int(finished_offset) < 2**31 - 1 else np.int64
         self.maps = []          # round maps, input comp space first
-        self.ch_buf = empty(n0, np.int64)  # every round's chosen edge ids, back to back
+        self.ch_buf = np.empty(n0, np.int64)  # every round's chosen edge ids, back to back (touched as written)
         self.n_chosen = 0
         self.n_cur = int(n_comp)
         self.fin = int(finished_offset)
@@ -371,7 +373,7 @@ class _Solver:
             kshift, qshift = S.packing
             _p_best(S.u, S.v, S.key, S.eid, S.seg, S.cnt, np.int64(n_cur), slot, kshift, qshift)
             t1 = time.perf_counter()
-            M = empty(n_cur, self.map_dtype)
+            M = np.empty(n_cur, self.map_dtype)
             n_ch, n_next, n_f = _p_reduce_contract(slot, S.u, S.v, S.eid, qshift, np.int64(T), np.int64(n_cur),
                                                    np.int64(self.fin),
                                                    bool(finish), self.work[0][:n_cur], self.work[1][:n_cur], M,
