@@ -12,7 +12,7 @@ from mst_dist.errors import InvalidGraphError
 
 GiB = 2**30
 #: (log2 n, peak bytes above the start) measured by ``python -m benchmarks.vertex_bytes``
-MEASURED = ((23, 0.56 * GiB), (24, 1.02 * GiB), (25, 2.15 * GiB))
+MEASURED = ((23, 0.562 * GiB), (24, 1.019 * GiB), (25, 2.149 * GiB), (26, 4.302 * GiB))
 
 
 def _layout(memory, threads=2, workers=1):
