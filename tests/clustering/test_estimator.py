@@ -164,6 +164,8 @@ def test_a_dask_array_gives_the_clusters_of_its_points(blobs, client):
     np.testing.assert_array_equal(est.labels_, ref.labels_)
     for a, b in zip(est.exemplars_, ref.exemplars_):
         np.testing.assert_array_equal(a, b)
+    exact = HDBSCAN(min_cluster_size=8, exact=True, client=client).fit(da.from_array(blobs, chunks=50))
+    np.testing.assert_array_equal(exact.labels_, HDBSCAN(min_cluster_size=8, exact=True).fit(blobs).labels_)
 
 
 @pytest.mark.parametrize("X, kw, message", [
