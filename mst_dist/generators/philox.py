@@ -224,14 +224,19 @@ def _rmat_levels(u32, v32, m, e, lev0, nl, k0, k1, ta, tab, tabc, live):
                     uu, vv = _level(uu, vv, r3, ta, tab, tabc)
                 u32[j], v32[j] = uu, vv
         else:
-            for j in range(m):
-                x = e + np.uint64(j)
-                r = _philox(np.uint32(x & _LO32), np.uint32(x >> _S32),
-                            np.uint32(g), np.uint32(STRUCTURE), k0, k1)
-                uu, vv = u32[j], v32[j]
-                for q in range(left):
-                    uu, vv = _level_masked(uu, vv, r[q], ta, tab, tabc, la, lab, labc)
-                u32[j], v32[j] = uu, vv
+            _rmat_group_masked(u32, v32, m, e, g, left, k0, k1, ta, tab, tabc, la, lab, labc)
+
+
+@njit(nogil=True, cache=True)
+def _rmat_group_masked(u32, v32, m, e, g, left, k0, k1, ta, tab, tabc, la, lab, labc):
+    """The ``left`` levels of group ``g`` where a threshold is unreachable (a rare case: compiled apart)."""
+    for j in range(m):
+        x = e + np.uint64(j)
+        r = _philox(np.uint32(x & _LO32), np.uint32(x >> _S32), np.uint32(g), np.uint32(STRUCTURE), k0, k1)
+        uu, vv = u32[j], v32[j]
+        for q in range(left):
+            uu, vv = _level_masked(uu, vv, r[q], ta, tab, tabc, la, lab, labc)
+        u32[j], v32[j] = uu, vv
 
 
 @njit(parallel=True, nogil=True, cache=True)
@@ -306,6 +311,22 @@ def _pair_draws(e, attempt, nu, nv, rej_n, rej_n1, narrow, k0, k1):
     return u, r, oku & okv
 
 
+@njit(nogil=True, cache=True)
+def _pairs_redraw(e0, nu, nv, rej_n, rej_n1, narrow, k0, k1, out_u, out_r):
+    """Redraw the refused pairs of edges ``e0, e0 + 1, ...``: attempts 1, 2, ... (a rare case: compiled apart)."""
+    for j in range(out_u.shape[0]):
+        e = e0 + np.uint64(j)
+        attempt = 0
+        u, r, ok = _pair_draws(e, 0, nu, nv, rej_n, rej_n1, narrow, k0, k1)
+        if ok:
+            continue
+        while not ok and attempt < _MAX_ATTEMPTS:
+            attempt += 1
+            u, r, ok = _pair_draws(e, attempt, nu, nv, rej_n, rej_n1, narrow, k0, k1)
+        out_u[j] = np.int64(u)
+        out_r[j] = np.int64(r)
+
+
 @njit(parallel=True, nogil=True, cache=True)
 def uniform_pairs(e0, k0, k1, n, rej_n, rej_n1, ordered, out_s, out_d):
     """Uniform pairs ``u != v`` of ``[0, n)`` for edges ``e0, e0 + 1, ...`` into ``out_s``, ``out_d``.
@@ -337,15 +358,8 @@ def uniform_pairs(e0, k0, k1, n, rej_n, rej_n1, ordered, out_s, out_d):
                 out_s[a + j] = np.int64(u)
                 out_d[a + j] = np.int64(r)
         if nbad:   # rare: find the rejected draws again and redraw them
-            for j in range(m):
-                e = np.uint64(e0 + a + j)
-                attempt = 0
-                u, r, ok = _pair_draws(e, 0, nu, nv, rej_n, rej_n1, narrow, k0, k1)
-                while not ok and attempt < _MAX_ATTEMPTS:
-                    attempt += 1
-                    u, r, ok = _pair_draws(e, attempt, nu, nv, rej_n, rej_n1, narrow, k0, k1)
-                out_s[a + j] = np.int64(u)
-                out_d[a + j] = np.int64(r)
+            _pairs_redraw(np.uint64(e0 + a), nu, nv, rej_n, rej_n1, narrow, k0, k1,
+                          out_s[a:a + m], out_d[a:a + m])
         for j in range(m):
             v = out_s[a + j] + 1 + out_d[a + j]
             out_d[a + j] = v - n if v >= n else v
@@ -373,14 +387,22 @@ def int_weights(e0, k0, k1, span, reject_below, wmin_bits, out):
             nbad += np.int64(not ok)
             out[a + j] = np.int64(v + wmin_bits)
         if nbad:   # rare: find the rejected draws again and redraw them
-            for j in range(m):
-                e = np.uint64(e0 + a + j)
-                attempt = 0
-                v, ok = _weight_draw(e, 0, span, reject_below, k0, k1)
-                while not ok and attempt < _MAX_ATTEMPTS:
-                    attempt += 1
-                    v, ok = _weight_draw(e, attempt, span, reject_below, k0, k1)
-                out[a + j] = np.int64(v + wmin_bits)
+            _weights_redraw(np.uint64(e0 + a), span, reject_below, wmin_bits, k0, k1, out[a:a + m])
+
+
+@njit(nogil=True, cache=True)
+def _weights_redraw(e0, span, reject_below, wmin_bits, k0, k1, out):
+    """Redraw the refused weights of edges ``e0, e0 + 1, ...``: attempts 1, 2, ... (a rare case: compiled apart)."""
+    for j in range(out.shape[0]):
+        e = e0 + np.uint64(j)
+        attempt = 0
+        v, ok = _weight_draw(e, 0, span, reject_below, k0, k1)
+        if ok:
+            continue
+        while not ok and attempt < _MAX_ATTEMPTS:
+            attempt += 1
+            v, ok = _weight_draw(e, attempt, span, reject_below, k0, k1)
+        out[j] = np.int64(v + wmin_bits)
 
 
 @njit(parallel=True, nogil=True, cache=True)
