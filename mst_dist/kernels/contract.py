@@ -312,7 +312,8 @@ class Solution:
     """What the single-task solve found.
 
     ``M`` maps every input component to ``-(F + 1)`` (all finish),
-    ``F >= finished_offset``; ``chosen``: the forest's edge ids (any order);
+    ``F >= finished_offset`` (int32 where every ``F`` fits, else int64: a
+    backend may give either); ``chosen``: the forest's edge ids (any order);
     ``n_finished``: how many final components; ``rounds``: the trace;
     ``d2h``: bytes copied from a device to return ``M`` and ``chosen``.
     """
