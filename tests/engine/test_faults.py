@@ -112,8 +112,9 @@ def _run_stopped(client, g, bound=300, **kw):
     return info.value
 
 
-def test_every_worker_paused_is_a_clear_error(graph):
-    """All workers paused (as the memory manager does) once round 1 starts: the error within the bound."""
+def test_every_worker_paused_is_a_clear_error(graph, caplog):
+    """All workers paused (as the memory manager does) once round 1 starts: the error within the bound,
+    and stopping the run leaves no error in the scheduler's log."""
     from distributed import Client, LocalCluster
     from distributed.core import Status
 
@@ -134,6 +135,69 @@ def test_every_worker_paused_is_a_clear_error(graph):
         err = _run_stopped(c, g, partitions=4, local_finish=0, light_factor=0, progress=progress)
         assert paused.is_set()
         assert err.cause == "paused" and "every worker (2) has been paused" in str(err)
+        _forgotten(c, "mst-")  # nothing of the run left on the scheduler
+    assert not [r for r in caplog.records if r.levelno >= 40], caplog.text[-3000:]
+
+
+def _held(gate):
+    """A task that runs until the event ``gate`` is set."""
+    from distributed import Event
+
+    Event(gate).wait(30)
+    return 1
+
+
+def _plus_one(x):
+    return x + 1
+
+
+def _wanted(key, dask_scheduler):
+    """Whether the scheduler has no task ``key`` yet, or a client still wants it."""
+    ts = dask_scheduler.tasks.get(key)
+    return ts is None or bool(ts.who_wants)
+
+
+def _tasks_of(token, dask_scheduler):
+    return [str(k) for k in dask_scheduler.tasks if token in str(k)]
+
+
+def _forgotten(client, token, timeout=10):
+    """Wait until the scheduler holds no task whose key holds ``token``."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while left := client.run_on_scheduler(_tasks_of, token):
+        assert time.monotonic() < deadline, f"tasks stayed on the scheduler: {left[:5]}"
+        time.sleep(0.05)
+
+
+def test_stopping_a_run_forgets_its_tasks_without_a_scheduler_error(client, caplog):
+    """A task between two of the run's futures, wanted by no client (an inner level of a merge tree):
+    Client.cancel would have the scheduler cancel it as a dependent, failing its assertion
+    ``ts.who_wants`` (a traceback, and the client's connection dropped).  cancel_run releases instead."""
+    import time
+
+    from distributed import Event
+
+    from mst_dist.engine.watchdog import cancel_run
+
+    gate = Event("mst-test-gate", client=client)
+    first = client.submit(_held, "mst-test-gate", key="mst-test-0123abcd-first", pure=False)
+    inner = client.submit(_plus_one, first, key="mst-test-0123abcd-inner")
+    last = client.submit(_plus_one, inner, key="mst-test-0123abcd-last")
+    del inner  # wanted by no client now: the scheduler keeps it for the last task
+    deadline = time.monotonic() + 10
+    while client.run_on_scheduler(_wanted, "mst-test-0123abcd-inner"):  # the scheduler saw it released
+        assert time.monotonic() < deadline, "the inner future was not released"
+        time.sleep(0.05)
+    cancel_run(client, "0123abcd", "mst-dist: the run failed", "stopped")
+    gate.set()
+    assert first.cancelled() and last.cancelled()
+    _forgotten(client, "0123abcd")
+    cancel_run(client, "0123abcd", "again")  # nothing left of the run: nothing to do
+    assert client.id in client.run_on_scheduler(lambda dask_scheduler: list(dask_scheduler.clients))  # not dropped
+    assert client.submit(lambda: 7, pure=False).result() == 7
+    assert not [r for r in caplog.records if r.levelno >= 40], caplog.text[-3000:]
 
 
 def test_no_worker_left_is_a_clear_error(graph):
@@ -200,7 +264,8 @@ def test_memory_limited_workers_finish_or_stop_clearly(stream):
 
     g = mst_dist.generate("rmat", scale=18, seed=3)
     err = None
-    with dask.config.set({"mst.stall-timeout": 20, "distributed.scheduler.allowed-failures": 1}), \
+    # a stall (every worker paused, nothing running) is as clear an end as a killed worker: 5 s tell it
+    with dask.config.set({"mst.stall-timeout": 5, "distributed.scheduler.allowed-failures": 1}), \
             LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
                          memory_limit="320MiB") as cluster, Client(cluster) as c:
         try:
