@@ -18,7 +18,7 @@ import numpy as np
 from mst_dist.generators.blocks import (
     STREAM_GLOBAL, TAGS, check_range, counter_weights, fixed_rows, global_rng,
 )
-from mst_dist.generators.philox import key_of, rmat_edges, rmat_thresholds, span_of, uniform_pairs
+from mst_dist.generators.philox import key_of, rmat_edges, rmat_thresholds, run, span_of, uniform_pairs
 from mst_dist.generators.checks import Number, Weights, as_float, as_int, check_size, weight_spec
 from mst_dist.graph import FunctionSource, Graph
 
@@ -143,7 +143,7 @@ def _pairs_rows(start, stop, *, n, m, seed, tag, weights, wmin, wmax, ordered):
         k0, k1 = key_of(seed, tag)
         _, rej_n = span_of(0, n - 1)
         _, rej_n1 = span_of(0, n - 2)
-        uniform_pairs(np.int64(start), k0, k1, np.int64(n), rej_n, rej_n1, ordered, s, d)
+        run(uniform_pairs, start, k0, k1, np.int64(n), rej_n, rej_n1, ordered, outs=(s, d))
     return s, d, counter_weights(start, stop, seed, tag, weights, wmin, wmax)
 
 
@@ -166,8 +166,8 @@ def _rmat_rows(start, stop, *, m, scale, a, b, c, mults, adds, shift, seed, tag,
     s, d = np.empty(stop - start, np.int64), np.empty(stop - start, np.int64)
     if stop > start:
         k0, k1 = key_of(seed, tag)
-        rmat_edges(np.int64(start), k0, k1, np.int64(scale), *rmat_thresholds(a, b, c),
-                   np.array(mults, np.uint64), np.array(adds, np.uint64), np.int64(shift), s, d)
+        run(rmat_edges, start, k0, k1, np.int64(scale), *rmat_thresholds(a, b, c),
+            np.array(mults, np.uint64), np.array(adds, np.uint64), np.int64(shift), outs=(s, d))
     return s, d, counter_weights(start, stop, seed, tag, weights, wmin, wmax)
 
 

@@ -14,10 +14,11 @@ graph's seed and family (:func:`key_of`) and the counter names the draw:
 So every value is a pure function of ``(seed, family, e, draw, stream)``:
 edge ``i`` of block ``b`` (``e = b * BLOCK + i``) is the same on any worker,
 process or thread count, and any row range is generated directly, with no
-block regenerated in full.  The kernels run ``prange`` over tiles of
-:data:`TILE` edges, each tile's inner loops over edges (level by level for
-R-MAT) so they vectorise: 32 x 32 -> 64-bit multiplies are one SIMD
-instruction on x86.
+block regenerated in full.  Each kernel is a serial loop over tiles of
+:data:`TILE` edges that releases the GIL; :func:`run` cuts a range into one
+part per Numba thread and runs the parts on threads at once.  The inner loops
+of a tile run over its edges (level by level for R-MAT) so they vectorise:
+32 x 32 -> 64-bit multiplies are one SIMD instruction on x86.
 
 Bounded integers use Lemire's multiply-shift with rejection ("Fast Random
 Integer Generation in an Interval", ACM TOMACS 2019) on a 32-bit word where
@@ -29,27 +30,24 @@ Arrays in, arrays out: no Dask, no I/O.
 """
 from __future__ import annotations
 
-import os
+from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 
 import numba
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
-if "NUMBA_THREADING_LAYER" not in os.environ:
-    # several Dask worker threads may generate rows at once; the default
-    # "workqueue" layer aborts on concurrent launches, OpenMP/TBB do not
-    numba.config.THREADING_LAYER = "threadsafe"
-
-__all__ = ["STRUCTURE", "WEIGHT", "TILE", "KEY_STREAM", "key_of", "philox4x32", "span_of", "rmat_thresholds",
+__all__ = ["STRUCTURE", "WEIGHT", "TILE", "MIN_PART", "KEY_STREAM", "key_of", "run", "philox4x32", "span_of", "rmat_thresholds",
            "rmat_edges", "uniform_pairs", "int_weights", "float_weights", "weights_into", "exercise"]
 
 #: Counter word 3: the stream of a draw.
 STRUCTURE = 0
 WEIGHT = 1
 
-#: Edges per tile of a kernel's parallel loop.
+#: Edges per tile of a kernel's loop.
 TILE = 1024
+#: Fewest edges per thread of :func:`run`.
+MIN_PART = 1 << 16
 
 #: The key of a graph's draws is ``SeedSequence([seed, family tag, KEY_STREAM])``'s first 64 bits
 #: (streams 0 to 2 are the NumPy streams of :mod:`.blocks`).
@@ -69,6 +67,28 @@ def key_of(seed, tag):
     """The Philox key ``(k0, k1)`` (uint32) of a graph: from its seed and family tag."""
     k = np.random.SeedSequence([seed, tag, KEY_STREAM]).generate_state(2, np.uint32)
     return np.uint32(k[0]), np.uint32(k[1])
+
+
+def run(kernel, e0, *args, outs):
+    """``kernel(e0, *args, *outs)`` for edges ``e0, e0 + 1, ...``, on up to one thread per Numba thread.
+
+    The range is cut into contiguous parts of whole tiles (at least
+    :data:`MIN_PART` edges each), each written into its slices of ``outs``;
+    every value is a function of its edge alone, so the rows are the same
+    however many parts there are.
+    """
+    count = outs[0].shape[0]
+    parts = max(1, min(numba.get_num_threads(), count // MIN_PART))
+    if parts == 1:
+        kernel(np.int64(e0), *args, *outs)
+        return
+    step = -(-count // parts // TILE) * TILE
+    cuts = list(range(0, count, step)) + [count]
+    with ThreadPoolExecutor(len(cuts) - 1, thread_name_prefix="mst-generate") as pool:
+        jobs = [pool.submit(kernel, np.int64(e0 + a), *args, *(x[a:b] for x in outs))
+                for a, b in zip(cuts[:-1], cuts[1:])]
+        for job in jobs:
+            job.result()
 
 
 @njit(inline="always")
@@ -239,7 +259,7 @@ def _rmat_group_masked(u32, v32, m, e, g, left, k0, k1, ta, tab, tabc, la, lab, 
         u32[j], v32[j] = uu, vv
 
 
-@njit(parallel=True, nogil=True, cache=True)
+@njit(nogil=True, cache=True)
 def rmat_edges(e0, k0, k1, scale, ta, tab, tabc, la, lab, labc, mults, adds, shift, out_s, out_d):
     """R-MAT edges ``e0, e0 + 1, ...`` into ``out_s``, ``out_d``: ``scale`` levels, then the id scramble.
 
@@ -250,7 +270,7 @@ def rmat_edges(e0, k0, k1, scale, ta, tab, tabc, la, lab, labc, mults, adds, shi
     ``x ^= x >> shift``, in uint32 arithmetic up to scale 32.
     """
     count = out_s.shape[0]
-    for t in prange((count + TILE - 1) // TILE):
+    for t in range((count + TILE - 1) // TILE):
         a = t * TILE
         m = min(TILE, count - a)
         e = np.uint64(e0 + a)
@@ -327,7 +347,7 @@ def _pairs_redraw(e0, nu, nv, rej_n, rej_n1, narrow, k0, k1, out_u, out_r):
         out_r[j] = np.int64(r)
 
 
-@njit(parallel=True, nogil=True, cache=True)
+@njit(nogil=True, cache=True)
 def uniform_pairs(e0, k0, k1, n, rej_n, rej_n1, ordered, out_s, out_d):
     """Uniform pairs ``u != v`` of ``[0, n)`` for edges ``e0, e0 + 1, ...`` into ``out_s``, ``out_d``.
 
@@ -341,7 +361,7 @@ def uniform_pairs(e0, k0, k1, n, rej_n, rej_n1, ordered, out_s, out_d):
     nu = np.uint64(n)
     nv = np.uint64(n - 1)
     narrow = n <= 4294967296
-    for t in prange((count + TILE - 1) // TILE):
+    for t in range((count + TILE - 1) // TILE):
         a = t * TILE
         m = min(TILE, count - a)
         nbad = 0
@@ -370,7 +390,7 @@ def uniform_pairs(e0, k0, k1, n, rej_n, rej_n1, ordered, out_s, out_d):
                 out_d[a + j] = max(u, v)
 
 
-@njit(parallel=True, nogil=True, cache=True)
+@njit(nogil=True, cache=True)
 def int_weights(e0, k0, k1, span, reject_below, wmin_bits, out):
     """Integer weights of edges ``e0, e0 + 1, ...``: ``wmin`` plus a uniform draw on ``[0, span)``.
 
@@ -378,7 +398,7 @@ def int_weights(e0, k0, k1, span, reject_below, wmin_bits, out):
     ``wmin_bits`` is ``wmin`` mod 2**64 (the sum wraps back into int64).
     """
     count = out.shape[0]
-    for t in prange((count + TILE - 1) // TILE):
+    for t in range((count + TILE - 1) // TILE):
         a = t * TILE
         m = min(TILE, count - a)
         nbad = 0
@@ -405,7 +425,7 @@ def _weights_redraw(e0, span, reject_below, wmin_bits, k0, k1, out):
         out[j] = np.int64(v + wmin_bits)
 
 
-@njit(parallel=True, nogil=True, cache=True)
+@njit(nogil=True, cache=True)
 def float_weights(e0, k0, k1, wmin, wmax, top, out):
     """Float weights of edges ``e0, e0 + 1, ...``: uniform on ``[wmin, wmax)``.
 
@@ -416,7 +436,7 @@ def float_weights(e0, k0, k1, wmin, wmax, top, out):
     count = out.shape[0]
     width = wmax - wmin
     scale = 1.0 / 9007199254740992.0
-    for t in prange((count + TILE - 1) // TILE):
+    for t in range((count + TILE - 1) // TILE):
         a = t * TILE
         m = min(TILE, count - a)
         for j in range(m):
@@ -436,11 +456,11 @@ def weights_into(out, start, seed, tag, weights, wmin, wmax):
     k0, k1 = key_of(seed, tag)
     if weights == "int":
         span, reject_below = span_of(wmin, wmax)
-        int_weights(np.int64(start), k0, k1, span, reject_below, np.uint64(int(wmin) % (1 << 64)), out)
+        run(int_weights, start, k0, k1, span, reject_below, np.uint64(int(wmin) % (1 << 64)), outs=(out,))
     else:
         wmin, wmax = float(wmin), float(wmax)
         top = float(np.nextafter(wmax, wmin)) if wmax > wmin else wmax
-        float_weights(np.int64(start), k0, k1, wmin, wmax, top, out)
+        run(float_weights, start, k0, k1, wmin, wmax, top, outs=(out,))
     return out
 
 

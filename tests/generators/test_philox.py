@@ -172,12 +172,13 @@ def test_weights_follow_the_definition(weights, wmin, wmax):
 # ---------------------------------------------------------------- reproducible anywhere
 
 @pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="Numba has one thread here")
-@pytest.mark.parametrize("kind,params", [("rmat", dict(scale=14, edge_factor=4)),
-                                         ("erdos_renyi", dict(n=1000, m=70_000)),
-                                         ("grid", dict(rows=150, cols=200))])
+@pytest.mark.parametrize("kind,params", [("rmat", dict(scale=15, edge_factor=8)),
+                                         ("erdos_renyi", dict(n=1000, m=300_000)),
+                                         ("grid", dict(rows=300, cols=400))])
 def test_rows_the_same_on_one_or_two_threads_and_any_split(kind, params):
     src = generate(kind, seed=21, weights="float", **params).sources[0]
     m = src.n_edges
+    assert m >= 2 * philox.MIN_PART   # two threads get a part each
     before = numba.get_num_threads()
     try:
         numba.set_num_threads(1)
