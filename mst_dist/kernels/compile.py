@@ -278,7 +278,8 @@ def _labels_group(weight_dtype):
     T = arena.nthreads()
     if T >= 4:  # the parallel numbering runs where this process's threads use it
         big = 65536 * T
-        finish.labels([-(np.arange(big, dtype=np.int64) // 8) - 1], big)
+        for dtype in (np.int64, np.int32):  # a streaming run's labels come from its int32 vertex map
+            finish.labels([-(np.arange(big, dtype=dtype) // 8) - 1], big)
 
 
 def _raw_group(weight_dtype):
@@ -292,7 +293,8 @@ def _raw_group(weight_dtype):
     ch = slice_many(raws, [0, half], n)
     slice_many(raws, [0, half], n, vmap=(np.arange(n) // 2).astype(np.int32), lo=(ch.key[0], ch.eid[0]))
     cpu.weight_keys(w[:8])
-    cpu.labels([-(np.arange(n, dtype=np.int64) // 3) - 1], n)
+    for dtype in (np.int64, np.int32):
+        cpu.labels([-(np.arange(n, dtype=dtype) // 3) - 1], n)
     _labels_group(weight_dtype)
     ids = cpu.forest_ids([np.arange(0, src.shape[0], 3, dtype=np.int64)])
     cpu.take_rows(src, dst, w, ids)
