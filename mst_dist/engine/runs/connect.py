@@ -93,7 +93,7 @@ def check_stream_memory(graph, cluster):
     if cluster.max_memory and need > memory:
         raise GraphTooLargeError(
             f"n_vertices = {graph.n_vertices}, streamed, would need about {human_bytes(need)} on the worker that "
-            f"solves each slice of the edges (its per-vertex arrays with {threads} threads, and the slice), more "
+            f"solves each slice of the edges (its per-vertex arrays and the slice), more "
             f"than the largest worker has room for ({human_bytes(memory)}{_held(cluster)}); it is refused before "
             f"any work",
             source=graph.name)
