@@ -28,26 +28,6 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
 
 
-def pytest_sessionstart(session):
-    """Numba's cache filled once, before the first test: every CPU kernel the engine runs, compiled here.
-
-    A fresh checkout (CI) has no compiled kernels: without this, whichever tests come first compile
-    them, several at once (both pytest-xdist workers and each worker process of their clusters),
-    and those tests take tens of seconds more. Here the compilation is split over the cores
-    (:func:`mst_dist.engine.warmup.ensure_compiled`) before pytest-xdist starts its workers; with
-    the cache filled it only checks the stamps. Only under pytest-xdist (``-n``, as CI runs the
-    suite): a single process compiles each kernel once anyway, as its tests first need it.
-    ``tests/engine/test_coldstart.py`` compiles into caches of its own, so the cold start stays tested.
-    """
-    if hasattr(session.config, "workerinput"):  # a pytest-xdist worker: the controller did it
-        return
-    if not session.config.getoption("numprocesses", None):  # one process: it compiles what it runs, once
-        return
-    from mst_dist.engine import warmup
-
-    warmup.ensure_compiled(None, parts=tuple(warmup.PARTS))
-
-
 def _shares_fixtures(item):
     """Whether ``item`` uses a fixture that outlives one test but not the session."""
     info = getattr(item, "_fixtureinfo", None)
