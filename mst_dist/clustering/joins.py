@@ -22,6 +22,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from mst_dist.clustering._kernels import _find
+
 __all__ = ["join_components", "exact_tree", "LEAF_SIZE"]
 
 #: Points of a leaf of the k-d tree.
@@ -164,14 +166,6 @@ def _round(X, core, comp, ncomp, tree, node_core):
                 if _better(w, min(u, v), max(u, v), bw[c], min(bu[c], bv[c]), max(bu[c], bv[c])):
                     bw[c], bu[c], bv[c] = w, u, v
     return bu, bv, bw
-
-
-@njit(nogil=True, cache=True)
-def _find(parent, x):
-    while parent[x] != x:
-        parent[x] = parent[parent[x]]
-        x = parent[x]
-    return x
 
 
 def _rounds(X, core, comp):
