@@ -21,14 +21,18 @@ graph, ``k = 2 * min_samples``, joined where it falls apart), ``mst_dist_exact``
 algorithm), ``sklearn`` (only for ``n <= --sklearn-n``).  ``--dask`` adds
 ``mst_dist_dask``: a ``LocalCluster`` of ``--workers`` one-thread worker
 processes, the points a Dask array of ``--chunks`` blocks, the kNN graph
-searched and the forest computed on the workers.
+searched and the forest computed on the workers (there ``fit_cpu_s`` and
+``peak_rss_bytes`` are the client process's; ``workers_cpu_s`` sums the
+workers' CPU over the fit, ``workers_peak_rss_bytes`` is the largest
+worker's peak).
 
 Each process first fits ``--warmup`` points (2,000) of the same kind
 (Numba compiles then), then times the fit: ``fit_s`` (wall), ``fit_cpu_s`` (this process's
 CPU), ``peak_rss_bytes`` (the process's peak, ``ru_maxrss``), and for
 ``mst_dist`` the phases ``knn_s`` (the kNN graph), ``joins_s`` (joining its
-parts, or the exact tree's rounds) and ``hdbscan_s`` (the forest, the
-condensed tree and the flat clusters: ``fit_s`` minus the two).  The parent
+parts, or the exact tree's: core distances, then ``join_rounds_s`` of
+Borůvka's rounds) and ``hdbscan_s`` (the forest, the condensed tree and the
+flat clusters: ``fit_s`` minus the two).  The parent
 adds ``ari_vs_fast_hdbscan`` (adjusted Rand index of the labels, noise a
 label of its own) and ``time_vs_fast_hdbscan`` (``fit_s`` over
 fast_hdbscan's), and prints one JSON line per method.
@@ -76,9 +80,11 @@ class _Phases:
             import importlib
 
             joins = importlib.import_module("mst_dist.clustering.joins")
-        self.seconds = {"knn_s": 0.0, "joins_s": 0.0}
+        self.seconds = {"knn_s": 0.0, "joins_s": 0.0, "join_rounds_s": 0.0}
         clustering.from_points = self._timed(clustering.from_points, "knn_s")
         joins.with_joins = self._timed(joins.with_joins, "joins_s")
+        joins.join_components = self._timed(joins.join_components, "join_rounds_s")
+        joins.exact_tree = self._timed(joins.exact_tree, "join_rounds_s")
 
     def _timed(self, fn, key):
         def wrapper(*args, **kwargs):
@@ -140,6 +146,7 @@ def one(method, n, d, args, labels_path):
     X = blobs(n, d, args.centers, args.std, args.seed)
     if phases is not None:
         phases.seconds = dict.fromkeys(phases.seconds, 0.0)
+    workers_cpu = client.run(time.process_time) if client is not None else {}
     t, c = time.perf_counter(), time.process_time()
     labels = np.asarray(fit(X))
     wall, cpu = time.perf_counter() - t, time.process_time() - c
@@ -149,10 +156,13 @@ def one(method, n, d, args, labels_path):
            "n_clusters": int(labels.max()) + 1, "noise_fraction": round(float(np.mean(labels < 0)), 5)}
     if phases is not None:
         out.update({k: round(v, 3) for k, v in phases.seconds.items()})
-        out["hdbscan_s"] = round(wall - sum(phases.seconds.values()), 3)
+        out["hdbscan_s"] = round(wall - phases.seconds["knn_s"] - phases.seconds["joins_s"], 3)
     if method == "mst_dist_dask":
         out["workers"] = args.workers
         out["chunks"] = args.chunks
+        after = client.run(time.process_time)
+        out["workers_cpu_s"] = round(sum(after[w] - workers_cpu.get(w, 0.0) for w in after), 3)
+        out["workers_peak_rss_bytes"] = max(client.run(peak_rss).values())
         client.close()
         cluster.close()
     return out

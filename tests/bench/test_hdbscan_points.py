@@ -28,7 +28,8 @@ def test_tiny_run_reports_every_method(tmp_path):
         assert r["fit_s"] > 0 and r["peak_rss_bytes"] > 10 * 2**20
         assert r["n_clusters"] == 10  # ten well-separated blobs
     ours = by["mst_dist"]
-    assert {"knn_s", "joins_s", "hdbscan_s"} <= set(ours)
+    assert {"knn_s", "joins_s", "join_rounds_s", "hdbscan_s"} <= set(ours)
+    assert 0 <= ours["join_rounds_s"] <= ours["joins_s"]
     assert 0 < ours["knn_s"] < ours["fit_s"] and ours["hdbscan_s"] > 0
     assert abs(ours["knn_s"] + ours["joins_s"] + ours["hdbscan_s"] - ours["fit_s"]) < 0.01
     assert ours["ari_vs_fast_hdbscan"] >= 0.9
