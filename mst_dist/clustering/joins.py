@@ -223,13 +223,23 @@ def with_joins(graph, X, min_samples, exact=False):
     tree.  The forest of the result's mutual reachability distances is then
     a spanning tree, and with ``exact`` the exact one.
     """
-    from sklearn.neighbors import KDTree
-
+    from mst_dist.clustering._kernels import nearest
     from mst_dist.graph import Graph
 
     X = np.ascontiguousarray(X, dtype=np.float64)
     src, dst, w = graph.to_arrays()
-    core = KDTree(X).query(X, k=min_samples)[0][:, -1]
+    n = X.shape[0]
+    # each point's core distance from the neighbours the kNN graph already holds (the point itself the first)
+    if min_samples > 1:
+        core = nearest(n, np.asarray(src, np.int64), np.asarray(dst, np.int64), np.asarray(w, np.float64),
+                       min_samples - 1, True)[0][:, min_samples - 2].copy()
+    else:
+        core = np.zeros(n)
+    short = ~np.isfinite(core)
+    if short.any():  # a graph of fewer neighbours than that: those points asked of a tree of all of them
+        from sklearn.neighbors import KDTree
+
+        core[short] = KDTree(X).query(X[short], k=min_samples)[0][:, -1]
     u, v = exact_tree(X, core) if exact else join_components(X, core, np.asarray(src), np.asarray(dst))
     if not u.shape[0]:
         return graph
