@@ -57,7 +57,7 @@ def test_parallel_canonical_labels_and_take_rows():
         n = int(rng.integers(70_000, 200_000))
         F = int(rng.integers(1, n // 4))
         final = -(rng.integers(0, F, n) + 1)
-        a, ca = cpu_finish._canonical(final, F)
+        a, ca = cpu_finish._canonical(final, F, np.full(F, -1, np.int32))
         b, cb = cpu_finish._canonical_p(final, F, 2, np.empty(n, np.int64))
         np.testing.assert_array_equal(a, b)
         assert ca == cb
