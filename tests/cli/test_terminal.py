@@ -123,8 +123,13 @@ def test_the_table_fits_and_keeps_every_number(runs, kind, width):
         assert groups[0] == "pass 1" and groups[-1] == "total"
         assert all(g.startswith("pass ") for g in groups[:-1])
     else:
-        # one task relabels the heavy edges in a step of its own; distributed rounds in their next map
-        assert groups == (["light", "heavy", "main", "total"] if kind == "local" else ["light", "main", "total"])
+        # one task relabels the heavy edges in a step of its own (after each light pass it makes: a graph
+        # still dense after one takes another); distributed rounds in their next map
+        if kind == "local":
+            light = groups[:-2]
+            assert light and light == ["light", "heavy"] * (len(light) // 2) and groups[-2:] == ["main", "total"]
+        else:
+            assert groups == ["light", "main", "total"]
 
 
 def test_edges_left_count_the_heavy_edges_that_wait(runs):
