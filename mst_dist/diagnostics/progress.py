@@ -23,6 +23,7 @@ from __future__ import annotations
 import threading
 import time
 
+from mst_dist.engine.watchdog import Poller
 from mst_dist.phases import Phase
 
 __all__ = ["LiveProgress", "PauseMonitor", "format_event", "format_pause"]
@@ -76,7 +77,7 @@ def format_pause(pause):
     return f"paused: {pause.paused} of {pause.workers} workers{mem}; waiting for memory"
 
 
-class PauseMonitor:
+class PauseMonitor(Poller):
     """Polls the scheduler from a thread while a run waits; calls ``on_change(pause)`` when the workers
     paused by Dask's memory manager change.
 
@@ -86,12 +87,14 @@ class PauseMonitor:
     seconds between polls.
     """
 
+    thread_name = "mst-pause-monitor"
+    poll_first = True
+
     def __init__(self, client, on_change, interval=1.0):
         self.client = client
         self.on_change = on_change
         self.interval = interval
         self.pause = None
-        self._stop = threading.Event()
         self._thread = None
 
     def poll(self):
@@ -107,25 +110,9 @@ class PauseMonitor:
             self.on_change(pause)
         return pause
 
-    def _loop(self):
-        while True:
-            try:
-                self.poll()
-            except Exception:  # a closing client: the run's own waits say so
-                pass
-            if self._stop.wait(self.interval):
-                return
-
     def __enter__(self):
-        self._thread = threading.Thread(target=self._loop, name="mst-pause-monitor", daemon=True)
-        self._thread.start()
+        self._start_polling()
         return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-        return False
 
 
 class LiveProgress:

@@ -122,7 +122,36 @@ def _message(cause, waited, workers):
     return f"the cluster cannot make progress: {head}; {hint}. To go on, {ADVICE}."
 
 
-class Watchdog:
+class Poller:
+    """A daemon thread that calls :meth:`poll` every ``interval`` seconds inside a ``with`` block (the
+    first call at once where ``poll_first``); a failed poll (a closing client) is logged and the next
+    one tried."""
+
+    thread_name = "mst-poller"
+    poll_first = False
+
+    def _start_polling(self):
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name=self.thread_name, daemon=True)
+        self._thread.start()
+
+    def _loop(self):
+        first = self.poll_first
+        while first or not self._stop.wait(self.interval):
+            first = False
+            try:
+                self.poll()
+            except Exception:  # a closing client: the run's own waits say so
+                logger.debug("%s: could not reach the scheduler", self.thread_name, exc_info=True)
+
+    def __exit__(self, *exc):
+        if getattr(self, "_thread", None) is not None:
+            self._stop.set()
+            self._thread.join(timeout=10)
+        return False
+
+
+class Watchdog(Poller):
     """Polls the scheduler while a run waits; cancels the run's futures once it has stalled.
 
     Parameters
@@ -149,27 +178,17 @@ class Watchdog:
         self.interval = interval
         self.error = None
         self._since = None
-        self._stop = threading.Event()
         self._thread = None
+
+    thread_name = "mst-watchdog"
 
     def __enter__(self):
         if self.timeout is not None:
-            self._thread = threading.Thread(target=self._loop, name="mst-watchdog", daemon=True)
-            self._thread.start()
+            self._start_polling()
         return self
 
-    def __exit__(self, *exc):
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-        return False
-
-    def _loop(self):
-        while not self._stop.wait(self.interval):
-            try:
-                self.check()
-            except Exception:  # a closing client: the run's own waits say so
-                logger.debug("watchdog: could not reach the scheduler", exc_info=True)
+    def poll(self):
+        self.check()
 
     def check(self, now=None) -> bool:
         """Poll once; ``True`` when the run has stalled (the error set, the futures cancelled).
