@@ -129,7 +129,10 @@ class GraphFormatError(InvalidGraphError):
 
     Raised by :func:`mst_dist.read` and by the workers' load tasks of a run
     (the readers run there): a malformed line, a value that does not parse,
-    a header that disagrees with the rows, a column of the wrong type.  Fix
+    a header that disagrees with the rows, a column of the wrong type.  Files
+    of points (:func:`mst_dist.clustering.read_points`) raise it too: a 1-D
+    array, a column that is not numeric, a NaN coordinate (``row`` within
+    its Parquet row group).  Fix
     the file at the place named, or read it with the right ``format=`` and
     options.  A subclass of :class:`InvalidGraphError` (so a
     :class:`ValueError`); the command line exits with status 2.

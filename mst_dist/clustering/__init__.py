@@ -7,7 +7,8 @@ clustering.  :class:`~mst_dist.MSFResult` has :meth:`~mst_dist.MSFResult.linkage
 :meth:`~mst_dist.MSFResult.clusters` and :meth:`~mst_dist.MSFResult.levels`;
 this package holds their implementations, :func:`mst_dist.hdbscan`, the
 :class:`~mst_dist.HDBSCAN` estimator with its prediction functions, and the kNN
-graph inputs.
+graph inputs (points in memory, as a Dask array, or read from ``.npy``,
+Parquet and Zarr files by :func:`~mst_dist.clustering.read_points`).
 """
 from mst_dist.clustering.flat import clusters
 from mst_dist.clustering.knn import from_kneighbors_graph
@@ -18,6 +19,7 @@ from mst_dist.clustering.linkage import linkage
 #: cluster (they sit above the API), while the forest's own methods here sit beside the result.
 _LAZY = {"hdbscan": ".hdbscan", "HDBSCANResult": ".hdbscan", "CONDENSED_DTYPE": ".hdbscan",
          "knn_graph": ".neighbours", "from_points": ".neighbours", "HDBSCAN": ".estimator",
+         "read_points": ".point_files",
          "approximate_predict": ".prediction", "membership_vector": ".prediction",
          "all_points_membership_vectors": ".prediction"}
 
@@ -37,6 +39,6 @@ def __dir__():
 
 
 __all__ = ["linkage", "clusters", "levels", "write_levels", "hdbscan", "HDBSCANResult",
-           "CONDENSED_DTYPE", "from_kneighbors_graph", "from_points", "knn_graph",
+           "CONDENSED_DTYPE", "from_kneighbors_graph", "from_points", "knn_graph", "read_points",
            "approximate_predict", "membership_vector", "all_points_membership_vectors"]
 # (HDBSCAN, the estimator, is here too, documented once: as mst_dist.HDBSCAN)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numbers
+import os
 
 import numpy as np
 
@@ -177,6 +178,9 @@ class HDBSCAN(ClusterMixin, BaseEstimator):
 
     def _points(self, X):
         """``X`` as points: a checked float64 array (or a Dask array, checked lazily on its cluster)."""
+        if isinstance(X, (str, os.PathLike)):  # a file: a Dask array, its blocks read and checked by the workers
+            from mst_dist.clustering.point_files import read_points
+            return read_points(X)
         if _is_dask_array(X):
             if X.ndim != 2:
                 raise ValueError(f"HDBSCAN: X must be 2-dimensional (points x coordinates), got shape {X.shape}")
@@ -228,11 +232,16 @@ class HDBSCAN(ClusterMixin, BaseEstimator):
     def fit(self, X, y=None):
         """Cluster ``X`` (points, or distances with ``metric="precomputed"``); ``y`` is ignored.
 
+        A path (``.npy``, Parquet, Zarr, a URL) is read as a Dask array by
+        :func:`~mst_dist.clustering.read_points` (call it for its options)
+        and clustered as one: ``prediction_data`` and ``exact`` bring its points here.
+
         Raises
         ------
         ValueError
             A parameter out of range, NaN or infinite input, a 1-D or ragged
-            array, ``k >= n``, or fewer points than ``min_cluster_size``.
+            array, ``k >= n``, or fewer points than ``min_cluster_size``; a
+            bad file of points: :class:`~mst_dist.GraphFormatError`.
         """
         from mst_dist.clustering.hdbscan import hdbscan
 

@@ -8,6 +8,7 @@ edges left there (:mod:`mst_dist.clustering._distributed_knn`).
 from __future__ import annotations
 
 import numbers
+import os
 
 import numpy as np
 
@@ -34,8 +35,12 @@ def knn_graph(X, k, *, metric="euclidean", p=2, symmetrize="union", approximate=
 
     Parameters
     ----------
-    X : array_like or dask.array.Array of shape ``(n, d)``
-        Points, finite coordinates.
+    X : array_like, dask.array.Array of shape ``(n, d)``, or str or os.PathLike
+        Points, finite coordinates.  A path (a ``.npy`` file, a Parquet file
+        or directory of them, a Zarr array; a URL too) is read as a Dask
+        array by :func:`~mst_dist.clustering.read_points`, its blocks on
+        the workers, and searched there; call that yourself for its options
+        (``columns=``, ``chunks=``, ``storage_options=``).
     k : int
         Neighbours of each point, ``1 <= k < n``.
     metric : {"euclidean", "manhattan", "chebyshev", "minkowski", "cosine"}
@@ -70,6 +75,10 @@ def knn_graph(X, k, *, metric="euclidean", p=2, symmetrize="union", approximate=
     """
     from mst_dist.clustering.knn import local_knn_graph, metric_of
 
+    if isinstance(X, (str, os.PathLike)):  # a file of points: read by the workers, searched there
+        from mst_dist.clustering.point_files import read_points
+
+        X = read_points(X)
     metric_of(metric, p)
     if symmetrize not in ("union", "mutual"):
         raise ValueError(f"symmetrize must be 'union' or 'mutual', got {symmetrize!r}")
