@@ -14,6 +14,14 @@ turned into the same undirected graph (``from_kneighbors_graph``) on
 take long at 10-D); the ratio is of the two times per point.
 ``--cluster`` also times the search on the embedded cluster from a Dask
 array.  ``--check`` compares the edge sets where both ran on the same points.
+``--approximate`` also times ``knn_graph(X, k, approximate=True)``
+(NN-descent, compiled before the clock starts) and its recall by
+``knn_recall`` (exact neighbours of 1,000 sampled points by brute force);
+``--no-exact`` leaves the exact search out (it takes minutes at 10-D), e.g.::
+
+    python -m benchmarks.knn --points 200000 --dims 10 --approximate --sklearn-points 0
+    python -m benchmarks.knn --points 1000000 --dims 10 --approximate --no-exact --sklearn-points 0
+
 Prints one JSON object per measurement and writes them all to ``--out``.
 """
 from __future__ import annotations
@@ -40,6 +48,19 @@ def ours(X, k):
     t, c = time.perf_counter(), time.process_time()
     g = knn_graph(X, k)
     return g, time.perf_counter() - t, time.process_time() - c
+
+
+def ours_approximate(X, k):
+    from mst_dist.clustering import knn_graph
+    from mst_dist.clustering.neighbours import knn_recall
+
+    knn_graph(X[:2000], k, approximate=True)  # compiled (or loaded from Numba's cache) before the clock starts
+    t, c = time.perf_counter(), time.process_time()
+    g = knn_graph(X, k, approximate=True)
+    wall, cpu = time.perf_counter() - t, time.process_time() - c
+    t = time.perf_counter()
+    recall = knn_recall(X, g, k, sample=1000)
+    return g, wall, cpu, recall, time.perf_counter() - t
 
 
 def ours_on_cluster(X, k):
@@ -71,11 +92,19 @@ def edge_set(g):
     return s[o], d[o], w[o]
 
 
-def run(n, d, k, sk_n, cluster, check):
+def run(n, d, k, sk_n, cluster, check, approximate=False, exact=True):
     X = blobs(n, d)
+    out = {"points": n, "dims": d, "k": k, "threads": os.cpu_count()}
+    if approximate:
+        ga, wall, cpu, recall, rtime = ours_approximate(X, k)
+        out.update(approx_edges=ga.n_edges, approx_s=wall, approx_cpu_s=cpu, approx_recall=recall,
+                   recall_sample=min(1000, n), recall_s=rtime, approx_rounds=ga.meta["knn"]["rounds"])
+    if not exact:
+        return out
     g, wall, cpu = ours(X, k)
-    out = {"points": n, "dims": d, "k": k, "edges": g.n_edges, "ours_s": wall, "ours_cpu_s": cpu,
-           "threads": os.cpu_count()}
+    out.update(edges=g.n_edges, ours_s=wall, ours_cpu_s=cpu)
+    if approximate:
+        out["exact_over_approx"] = wall / out["approx_s"]
     if cluster:
         gc, out["ours_cluster_s"] = ours_on_cluster(X, k)
         if check:
@@ -107,6 +136,9 @@ def main(argv=None):
                     help="points scikit-learn searches, one per --dims (0: skip it); default --points")
     ap.add_argument("--cluster", action="store_true", help="also on the embedded cluster from a Dask array")
     ap.add_argument("--check", action="store_true", help="compare the edge sets")
+    ap.add_argument("--approximate", action="store_true",
+                    help="also NN-descent (knn_graph(..., approximate=True)): time, CPU and recall")
+    ap.add_argument("--no-exact", action="store_true", help="leave the exact search out (with --approximate)")
     ap.add_argument("--out", default=None)
     a = ap.parse_args(argv)
     sk = a.sklearn_points or [a.points] * len(a.dims)
@@ -114,7 +146,7 @@ def main(argv=None):
         ap.error("--sklearn-points takes one count per --dims")
     rows = []
     for d, s in zip(a.dims, sk):
-        row = run(a.points, d, a.k, min(s, a.points), a.cluster, a.check)
+        row = run(a.points, d, a.k, min(s, a.points), a.cluster, a.check, a.approximate, not a.no_exact)
         print(json.dumps(row), flush=True)
         rows.append(row)
     if a.out:

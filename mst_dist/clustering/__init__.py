@@ -18,7 +18,7 @@ from mst_dist.clustering.linkage import linkage
 #: Names imported on first use, by module: HDBSCAN runs the engine and the kNN search runs on the
 #: cluster (they sit above the API), while the forest's own methods here sit beside the result.
 _LAZY = {"hdbscan": ".hdbscan", "HDBSCANResult": ".hdbscan", "CONDENSED_DTYPE": ".hdbscan",
-         "knn_graph": ".neighbours", "from_points": ".neighbours", "HDBSCAN": ".estimator",
+         "knn_graph": ".neighbours", "from_points": ".neighbours", "knn_recall": ".neighbours", "HDBSCAN": ".estimator",
          "read_points": ".point_files",
          "approximate_predict": ".prediction", "membership_vector": ".prediction",
          "all_points_membership_vectors": ".prediction"}
@@ -39,6 +39,6 @@ def __dir__():
 
 
 __all__ = ["linkage", "clusters", "levels", "write_levels", "hdbscan", "HDBSCANResult",
-           "CONDENSED_DTYPE", "from_kneighbors_graph", "from_points", "knn_graph", "read_points",
+           "CONDENSED_DTYPE", "from_kneighbors_graph", "from_points", "knn_graph", "knn_recall", "read_points",
            "approximate_predict", "membership_vector", "all_points_membership_vectors"]
 # (HDBSCAN, the estimator, is here too, documented once: as mst_dist.HDBSCAN)

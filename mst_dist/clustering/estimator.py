@@ -87,6 +87,12 @@ class HDBSCAN(ClusterMixin, BaseEstimator):
         added to the kNN graph: the clusters of the ``hdbscan`` package's
         definition.  One core here searches it (a Dask array's points are
         brought here).
+    approximate_knn : bool, default False
+        The kNN graph by NN-descent (``knn_graph(..., approximate=True)``):
+        far faster in many dimensions, most neighbours the true ones, so
+        the core distances and the graph's edges are near the exact ones,
+        not equal (fixed seed: the same result each fit).  Not with
+        ``exact=True``.
     client : distributed.Client, optional
         The cluster of the run (None: the current client, else the embedded
         cluster).
@@ -144,7 +150,7 @@ class HDBSCAN(ClusterMixin, BaseEstimator):
 
     def __init__(self, min_cluster_size=5, min_samples=None, metric="euclidean", cluster_selection_method="eom",
                  allow_single_cluster=False, cluster_selection_epsilon=0.0, prediction_data=False, k=None,
-                 exact=False, client=None, engine_options=None):
+                 exact=False, approximate_knn=False, client=None, engine_options=None):
         self.min_cluster_size = min_cluster_size
         self.min_samples = min_samples
         self.metric = metric
@@ -154,6 +160,7 @@ class HDBSCAN(ClusterMixin, BaseEstimator):
         self.prediction_data = prediction_data
         self.k = k
         self.exact = exact
+        self.approximate_knn = approximate_knn
         self.client = client
         self.engine_options = engine_options
 
@@ -172,6 +179,11 @@ class HDBSCAN(ClusterMixin, BaseEstimator):
         eps = self.cluster_selection_epsilon
         if isinstance(eps, bool) or not isinstance(eps, numbers.Real) or not 0 <= eps < np.inf:
             raise ValueError(f"HDBSCAN: cluster_selection_epsilon must be a finite number >= 0, got {eps!r}")
+        if not isinstance(self.approximate_knn, (bool, np.bool_)):
+            raise ValueError(f"HDBSCAN: approximate_knn must be True or False, got {self.approximate_knn!r}")
+        if self.approximate_knn and self.exact:
+            raise ValueError("HDBSCAN: exact=True is the tree of exact distances; it cannot take "
+                             "approximate_knn=True")
         if self.engine_options is not None and not isinstance(self.engine_options, dict):
             raise TypeError(f"HDBSCAN: engine_options must be a dict, got {type(self.engine_options).__name__}")
         return mcs, ms, float(eps)
@@ -219,13 +231,14 @@ class HDBSCAN(ClusterMixin, BaseEstimator):
                              f"core distance; give k >= {ms - 1}")
         from mst_dist.clustering import from_points
 
+        approximate = bool(self.approximate_knn)
         if _is_dask_array(X):
             if not self.exact:  # searched on the run's cluster, the edges left there
-                return from_points(X, int(k), client=self.client), X
+                return from_points(X, int(k), client=self.client, approximate=approximate), X
             X = np.asarray(X, dtype=np.float64)  # the exact tree is searched here
         from mst_dist.clustering.joins import with_joins
 
-        return with_joins(from_points(X, int(k)), X, ms, exact=bool(self.exact)), X
+        return with_joins(from_points(X, int(k), approximate=approximate), X, ms, exact=bool(self.exact)), X
 
     # -- fitting -----------------------------------------------------------------------------------
 

@@ -1,0 +1,433 @@
+"""Numba kernels of approximate k-nearest-neighbour search: NN-descent over random projection trees.
+
+NN-descent (Dong, Moses and Li, "Efficient k-nearest neighbor graph
+construction for generic similarity measures", WWW 2011) improves every
+point's neighbour list by its neighbours' neighbours: in each round each
+point's *new* candidates (neighbours not yet joined, sampled at rate
+``rho``) are compared with each other and with its *old* ones, and every
+pair closer than one end's current ``k``-th neighbour enters that end's
+list; the rounds stop when fewer than ``delta * n * k`` entries changed.
+The lists start from the leaves of random projection trees (each node cut
+by the hyperplane halfway between two of its points chosen at random).
+
+Neighbour lists are rows of ``(reduced distance, id, new flag)`` held as
+max-heaps in ``(distance, id)`` order (ties go to the smaller id, as in
+:mod:`mst_dist.clustering._neighbours_kernels`, whose reduced distances
+these are: the same floating-point numbers, summed in coordinate order).
+
+Determinism whatever the threads: randomness is a hash of ``(seed, round,
+point, point)``, never a generator state; every parallel loop writes only
+the rows it owns, and every row receives its insertions in one order fixed
+by the data (the local joins of a block of points are generated first,
+reading the lists as they stand, then each row takes the pairs that touch
+it in the order they were generated).  A bounded heap that keeps the ``k``
+least distinct entries of a strict order holds the same set whatever order
+they come in; the new flags and the counts of changes follow that order
+too, so the lists, the rounds and the stop are the same for 1 or many
+threads.  Block sizes depend on ``k`` and ``rho`` only.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from mst_dist.clustering._neighbours_kernels import CHEBYSHEV, EUCLIDEAN, MANHATTAN, NO_ID, _worse
+
+# ---------------------------------------------------------------------------
+# hashing: randomness that does not depend on the order of work
+# ---------------------------------------------------------------------------
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _mix(z):
+    """splitmix64's finaliser (Steele, Lea and Flood): a bijection of 64-bit words."""
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+@njit(nogil=True, cache=True)
+def _hash(seed, a, b, c):
+    """A 64-bit word of ``(seed, a, b, c)`` (non-negative integers)."""
+    h = _mix(np.uint64(seed) + np.uint64(0x9E3779B97F4A7C15))
+    h = _mix(h ^ np.uint64(a))
+    h = _mix(h + np.uint64(b))
+    return _mix(h ^ (np.uint64(c) * np.uint64(0x9E3779B97F4A7C15)))
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _below(h, m):
+    """``h`` taken to ``[0, m)``."""
+    return np.int64(h % np.uint64(m))
+
+
+# ---------------------------------------------------------------------------
+# distances and heaps
+# ---------------------------------------------------------------------------
+
+@njit(nogil=True, cache=True, inline="always")
+def _reduced(X, i, j, metric, p):
+    """Reduced distance of rows ``i`` and ``j`` (squared Euclidean, sum of ``|x - y| ** p``, ...)."""
+    acc = 0.0
+    for c in range(X.shape[1]):
+        a = X[i, c] - X[j, c]
+        if metric == EUCLIDEAN:
+            acc += a * a
+        elif metric == MANHATTAN:
+            acc += abs(a)
+        elif metric == CHEBYSHEV:
+            acc = max(acc, abs(a))
+        else:
+            acc += abs(a) ** p
+    return acc
+
+
+@njit(nogil=True, cache=True)
+def _push(hd, hn, hf, dist, who, flag):
+    """Into a max-heap row: ``who`` at ``dist`` if it beats the root and is not there yet; 1 if it went in."""
+    k = hd.shape[0]
+    if not _worse(hd[0], hn[0], dist, who):
+        return 0
+    for s in range(k):
+        if hn[s] == who:
+            return 0
+    hd[0], hn[0], hf[0] = dist, who, flag
+    at = 0
+    while True:
+        left = 2 * at + 1
+        if left >= k:
+            break
+        big = left
+        if left + 1 < k and _worse(hd[left + 1], hn[left + 1], hd[left], hn[left]):
+            big = left + 1
+        if _worse(hd[big], hn[big], hd[at], hn[at]):
+            hd[at], hd[big] = hd[big], hd[at]
+            hn[at], hn[big] = hn[big], hn[at]
+            hf[at], hf[big] = hf[big], hf[at]
+            at = big
+        else:
+            break
+    return 1
+
+
+# ---------------------------------------------------------------------------
+# initial lists: random projection trees
+# ---------------------------------------------------------------------------
+
+@njit(parallel=True, cache=True)
+def rp_forest(X, n_trees, leaf_size, seed):
+    """``n_trees`` random projection trees: ``(order, leaf_start)``, one row per tree.
+
+    ``order[t]``: the points in tree ``t``'s leaf order; ``leaf_start[t, s]``:
+    whether a leaf starts at position ``s``.  A node of more than
+    ``leaf_size`` points is cut by the hyperplane halfway between two of its
+    points (chosen by hash); points on the plane go to the side of their
+    id's hash; a cut that leaves a side empty (all points equal) halves the
+    node instead.
+    """
+    n, d = X.shape
+    order = np.empty((n_trees, n), np.int64)
+    leaf_start = np.zeros((n_trees, n + 1), np.bool_)
+    for t in prange(n_trees):
+        idx = np.arange(n)
+        stack_a = np.empty(n + 1, np.int64)
+        stack_b = np.empty(n + 1, np.int64)
+        normal = np.empty(d)
+        top = 0
+        stack_a[0], stack_b[0] = 0, n
+        top = 1
+        node = 0
+        while top > 0:
+            top -= 1
+            a, b = stack_a[top], stack_b[top]
+            if b - a <= leaf_size:
+                leaf_start[t, a] = True
+                continue
+            node += 1
+            r1 = a + _below(_hash(seed, t, node, 1), b - a)
+            r2 = a + _below(_hash(seed, t, node, 2), b - a - 1)
+            if r2 >= r1:
+                r2 += 1
+            u, v = idx[r1], idx[r2]
+            offset = 0.0
+            for c in range(d):
+                normal[c] = X[u, c] - X[v, c]
+                offset += normal[c] * 0.5 * (X[u, c] + X[v, c])
+            # partition [a, b): left of the plane first
+            lo, hi = a, b - 1
+            while lo <= hi:
+                w = idx[lo]
+                m = -offset
+                for c in range(d):
+                    m += normal[c] * X[w, c]
+                left = m < 0.0 or (m == 0.0 and (_hash(seed, t, w, 3) & np.uint64(1)) == np.uint64(0))
+                if left:
+                    lo += 1
+                else:
+                    idx[lo], idx[hi] = idx[hi], idx[lo]
+                    hi -= 1
+            mid = lo
+            if mid == a or mid == b:
+                mid = (a + b) // 2
+            stack_a[top], stack_b[top] = mid, b
+            top += 1
+            stack_a[top], stack_b[top] = a, mid
+            top += 1
+        order[t] = idx
+    return order, leaf_start
+
+
+@njit(parallel=True, cache=True)
+def leaf_join(X, order, starts, hd, hn, hf, metric, p):
+    """Every point's list given the other points of its leaf (one tree: each row written by its leaf only)."""
+    for f in prange(starts.shape[0] - 1):
+        a, b = starts[f], starts[f + 1]
+        for s in range(a, b):
+            i = order[s]
+            for r in range(a, b):
+                j = order[r]
+                if j != i:
+                    _push(hd[i], hn[i], hf[i], _reduced(X, i, j, metric, p), j, True)
+
+
+@njit(parallel=True, cache=True)
+def random_fill(X, hd, hn, hf, metric, p, seed):
+    """Lists with empty slots left filled with points chosen by hash (tiny leaves)."""
+    n, k = hn.shape
+    for i in prange(n):
+        tries = 0
+        while hn[i, 0] == NO_ID and tries < 4 * k + 16:
+            j = _below(_hash(seed, 1 << 40, i, tries), n)
+            tries += 1
+            if j != i:
+                _push(hd[i], hn[i], hf[i], _reduced(X, i, j, metric, p), j, True)
+
+
+# ---------------------------------------------------------------------------
+# one round of NN-descent
+# ---------------------------------------------------------------------------
+
+@njit(cache=True)
+def reverse_lists(hn, hf):
+    """Who lists each point: CSR ``(start, ids, flags)`` of the reversed lists (ids ascending per point)."""
+    n, k = hn.shape
+    start = np.zeros(n + 1, np.int64)
+    for i in range(n):
+        for s in range(k):
+            j = hn[i, s]
+            if j != NO_ID:
+                start[j + 1] += 1
+    for i in range(n):
+        start[i + 1] += start[i]
+    at = start[:-1].copy()
+    ids = np.empty(start[n], np.int64)
+    flags = np.empty(start[n], np.bool_)
+    for i in range(n):
+        for s in range(k):
+            j = hn[i, s]
+            if j != NO_ID:
+                ids[at[j]] = i
+                flags[at[j]] = hf[i, s]
+                at[j] += 1
+    return start, ids, flags
+
+
+@njit(nogil=True, cache=True)
+def _sample(cd, cn, prio, who):
+    """Into a candidate row (a max-heap by ``(priority, id)``): ``who`` unless present or not among the least."""
+    m = cd.shape[0]
+    if not _worse(cd[0], cn[0], prio, who):
+        return
+    for s in range(m):
+        if cn[s] == who:
+            return
+    cd[0], cn[0] = prio, who
+    at = 0
+    while True:
+        left = 2 * at + 1
+        if left >= m:
+            return
+        big = left
+        if left + 1 < m and _worse(cd[left + 1], cn[left + 1], cd[left], cn[left]):
+            big = left + 1
+        if _worse(cd[big], cn[big], cd[at], cn[at]):
+            cd[at], cd[big] = cd[big], cd[at]
+            cn[at], cn[big] = cn[big], cn[at]
+            at = big
+        else:
+            return
+
+
+@njit(parallel=True, cache=True)
+def candidates(hn, hf, rstart, rids, rflags, max_candidates, seed, round_):
+    """Each point's new and old candidates: its list and its reversed list, each kind sampled to ``max_candidates``.
+
+    The sample keeps the candidates of least hash priority (a function of
+    the round and the pair), so it is one set whatever the order.  Returns
+    ``(new, old)``, rows padded with ``NO_ID``; the list entries sampled as
+    new are then marked old (:func:`mark_old`).
+    """
+    n, k = hn.shape
+    new = np.full((n, max_candidates), NO_ID, np.int64)
+    old = np.full((n, max_candidates), NO_ID, np.int64)
+    for i in prange(n):
+        nd = np.full(max_candidates, np.inf)
+        od = np.full(max_candidates, np.inf)
+        for s in range(k + rstart[i + 1] - rstart[i]):
+            if s < k:
+                j, f = hn[i, s], hf[i, s]
+            else:
+                j, f = rids[rstart[i] + s - k], rflags[rstart[i] + s - k]
+            if j == NO_ID:
+                continue
+            prio = (_hash(seed, round_, min(i, j), max(i, j)) >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+            if f:
+                _sample(nd, new[i], prio, j)
+            else:
+                _sample(od, old[i], prio, j)
+    return new, old
+
+
+@njit(parallel=True, cache=True)
+def mark_old(hn, hf, new):
+    """List entries sampled among their point's new candidates: joined from now on, old."""
+    n, k = hn.shape
+    for i in prange(n):
+        for s in range(k):
+            if hf[i, s]:
+                for c in range(new.shape[1]):
+                    if new[i, c] == hn[i, s]:
+                        hf[i, s] = False
+                        break
+
+
+@njit(parallel=True, cache=True)
+def local_join(X, hd, hn, hf, new, old, first, last, metric, p, pairs_a, pairs_b, pairs_d, count):
+    """Candidate pairs of points ``first:last``: new x new and new x old, those that beat an end's ``k``-th.
+
+    Read-only on the lists; point ``q``'s pairs go to row ``q - first`` of
+    ``pairs_*`` (``count`` of them).
+    """
+    m = new.shape[1]
+    for q in prange(first, last):
+        row = q - first
+        c = 0
+        for x in range(m):
+            a = new[q, x]
+            if a == NO_ID:
+                continue
+            for y in range(x + 1, m + m):
+                if y < m:
+                    b = new[q, y]
+                else:
+                    b = old[q, y - m]
+                if b == NO_ID or b == a:
+                    continue
+                dist = _reduced(X, a, b, metric, p)
+                if dist <= hd[a, 0] or dist <= hd[b, 0]:
+                    pairs_a[row, c] = a
+                    pairs_b[row, c] = b
+                    pairs_d[row, c] = dist
+                    c += 1
+        count[row] = c
+
+
+@njit(parallel=True, cache=True)
+def apply_pairs(hd, hn, hf, pairs_a, pairs_b, pairs_d, count, parts):
+    """The pairs of :func:`local_join` into both ends' lists, as new; returns the entries that went in.
+
+    Part ``t`` of ``parts`` owns the rows ``i % parts == t`` and reads every
+    pair in the order generated: each row takes its pairs in that order,
+    whatever ``parts`` is.
+    """
+    changed = np.zeros(parts, np.int64)
+    for t in prange(parts):
+        c = 0
+        for row in range(count.shape[0]):
+            for e in range(count[row]):
+                a, b, dist = pairs_a[row, e], pairs_b[row, e], pairs_d[row, e]
+                if a % parts == t:
+                    c += _push(hd[a], hn[a], hf[a], dist, b, True)
+                if b % parts == t:
+                    c += _push(hd[b], hn[b], hf[b], dist, a, True)
+        changed[t] = c
+    return changed.sum()
+
+
+@njit(parallel=True, cache=True)
+def sort_rows(hd, hn):
+    """Every heap row ascending by ``(distance, id)``."""
+    n, k = hn.shape
+    for i in prange(n):
+        for a in range(1, k):
+            dv, iv = hd[i, a], hn[i, a]
+            b = a - 1
+            while b >= 0 and _worse(hd[i, b], hn[i, b], dv, iv):
+                hd[i, b + 1] = hd[i, b]
+                hn[i, b + 1] = hn[i, b]
+                b -= 1
+            hd[i, b + 1] = dv
+            hn[i, b + 1] = iv
+
+
+@njit(parallel=True, cache=True)
+def listed_back(nbr):
+    """For each list entry ``j`` of ``i``: ``inf`` where ``j`` lists ``i``, else ``-1``.
+
+    Given to ``edge_rows`` as the ``k``-th distance of ``j`` it makes its
+    "does ``j`` list ``i``" exact for lists that are not the exact ones.
+    """
+    n, k = nbr.shape
+    out = np.empty((n, k))
+    for i in prange(n):
+        for s in range(k):
+            j = nbr[i, s]
+            found = False
+            if j != NO_ID:
+                for t in range(k):
+                    if nbr[j, t] == i:
+                        found = True
+                        break
+            out[i, s] = np.inf if found else -1.0
+    return out
+
+
+# ---------------------------------------------------------------------------
+# recall against brute force
+# ---------------------------------------------------------------------------
+
+@njit(parallel=True, cache=True)
+def brute_kth(X, rows, k, metric, p):
+    """The reduced distance of each of ``rows`` to its ``k``-th nearest other point (all points scanned)."""
+    n = X.shape[0]
+    out = np.empty(rows.shape[0])
+    for q in prange(rows.shape[0]):
+        i = rows[q]
+        d = np.empty(n - 1)
+        at = 0
+        for j in range(n):
+            if j != i:
+                d[at] = _reduced(X, i, j, metric, p)
+                at += 1
+        out[q] = np.partition(d, k - 1)[k - 1]
+    return out
+
+
+@njit(parallel=True, cache=True)
+def hits(X, rows, found, kth, k, metric, p):
+    """For each of ``rows``: how many of its found neighbours are as near as its ``k``-th.
+
+    ``found``: a row per point of ``rows``, neighbour ids padded with ``-1``.
+
+    At most ``k`` (ties at the ``k``-th distance count once each, up to ``k``).
+    """
+    out = np.zeros(rows.shape[0], np.int64)
+    for q in prange(rows.shape[0]):
+        i = rows[q]
+        c = 0
+        for s in range(found.shape[1]):
+            j = found[q, s]
+            if j >= 0 and j != i and _reduced(X, i, j, metric, p) <= kth[q]:
+                c += 1
+        out[q] = min(c, k)
+    return out
