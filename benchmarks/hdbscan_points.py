@@ -16,7 +16,8 @@ process before its clock starts.  Every method clusters with
 ``mst_dist.HDBSCAN`` and scikit-learn's ``HDBSCAN``, which count it.
 
 Methods (``--methods``): ``mst_dist`` (``mst_dist.HDBSCAN`` default: the kNN
-graph, ``k = 2 * min_samples``, joined where it falls apart), ``mst_dist_exact``
+graph, ``k = 2 * min_samples``, joined where it falls apart), ``mst_dist_approx``
+(``approximate_knn=True``: the kNN graph by NN-descent), ``mst_dist_exact``
 (``exact=True``), ``fast_hdbscan``, ``hdbscan`` (the package, its default
 algorithm), ``sklearn`` (only for ``n <= --sklearn-n``).  ``--dask`` adds
 ``mst_dist_dask``: a ``LocalCluster`` of ``--workers`` one-thread worker
@@ -53,7 +54,7 @@ import numpy as np
 MIN_CLUSTER_SIZE = 50
 #: Neighbours of a core point besides itself (the hdbscan package's ``min_samples``).
 NEIGHBOURS = 10
-METHODS = ("fast_hdbscan", "mst_dist", "mst_dist_exact", "hdbscan", "sklearn")
+METHODS = ("fast_hdbscan", "mst_dist", "mst_dist_approx", "mst_dist_exact", "hdbscan", "sklearn")
 REFERENCE = "fast_hdbscan"
 
 
@@ -100,7 +101,7 @@ class _Phases:
 def _fitter(method, client=None, chunks=None):
     """A function of points returning labels, for ``method``."""
     ms = NEIGHBOURS + 1  # counting the point itself
-    if method in ("mst_dist", "mst_dist_exact", "mst_dist_dask"):
+    if method in ("mst_dist", "mst_dist_approx", "mst_dist_exact", "mst_dist_dask"):
         import mst_dist
 
         def fit(X):
@@ -109,7 +110,8 @@ def _fitter(method, client=None, chunks=None):
 
                 X = da.from_array(X, chunks=(max(1, -(-len(X) // chunks)), X.shape[1]))
             model = mst_dist.HDBSCAN(min_cluster_size=MIN_CLUSTER_SIZE, min_samples=ms,
-                                     exact=method == "mst_dist_exact", client=client)
+                                     exact=method == "mst_dist_exact", approximate_knn=method == "mst_dist_approx",
+                                     client=client)
             return model.fit(X).labels_
         return fit
     if method == "fast_hdbscan":
@@ -176,7 +178,7 @@ def _parser():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--points", type=_ints, default=[200000], help="sizes, comma-separated")
     p.add_argument("--dims", type=_ints, default=[2], help="dimensions, comma-separated")
-    p.add_argument("--methods", default=",".join(METHODS[:4]),
+    p.add_argument("--methods", default="fast_hdbscan,mst_dist,mst_dist_exact,hdbscan",
                    help=f"comma-separated, of {', '.join(METHODS)} (sklearn also needs --sklearn-n)")
     p.add_argument("--sklearn-n", type=int, default=0, help="largest n for scikit-learn's HDBSCAN")
     p.add_argument("--hdbscan-n", type=int, default=None, help="largest n for the hdbscan package (default: all)")
