@@ -38,6 +38,21 @@ def seed_of(random_state):
     return int(random_state) % (2 ** 63)
 
 
+def search_points(X, p=2.0):
+    """The points the descent compares: float32, centred (every metric here is translation invariant).
+
+    Float32 halves the memory the joins read; the lists' final distances are
+    measured on the float64 points.  Points whose spread float32 cannot hold
+    (or whose reduced distances, sums of ``|x - y| ** p``, it cannot) are
+    searched as they are.
+    """
+    C = X - X.mean(axis=0)
+    scale = float(np.abs(C).max()) if C.size else 0.0
+    if not (1e-15 < scale < 1e15) or math.log10(2 * scale) * max(p, 1.0) + math.log10(X.shape[1]) > 30:
+        return X
+    return np.ascontiguousarray(C, dtype=np.float32)
+
+
 def nndescent_neighbours(X, k, *, metric="euclidean", p=2, random_state=None, list_size=None, n_trees=None,
                          leaf_size=None, rho=1.0, delta=0.001, max_iterations=None):
     """Approximate ``k`` nearest neighbours of each point of ``X`` (prepared float64): ``(dist, nbr, info)``.
@@ -47,14 +62,16 @@ def nndescent_neighbours(X, k, *, metric="euclidean", p=2, random_state=None, li
     descent keeps lists of ``list_size`` (default ``2 k``, at most
     ``n - 1``) and returns their first ``k``: the longer lists carry the
     joins out of local optima (at 32 dimensions, 3,000 Gaussian points, the
-    recall of ``k = 10`` goes from 0.78 with lists of 10 to 0.98 with 20).
+    recall of ``k = 10`` goes from 0.78 with lists of 10 to 0.98 with 20;
+    on 200,000 points of 3 blobs at 10-D, 0.991 with lists of 15, 0.998
+    with 20).  The search runs on a float32 copy of the points, numbered
+    in the first tree's leaf order; the distances returned are the float64
+    ones.
     ``max_candidates = ceil(rho * list_size)`` (at most 60) new and old
     candidates per point per round.  ``info``: how the lists were built.
     """
     from mst_dist.clustering import _nndescent_kernels as K
-    from mst_dist.clustering._neighbours_kernels import NO_ID
 
-    import numba
 
     code, p = metric_of(metric, p)
     n = X.shape[0]
@@ -69,41 +86,53 @@ def nndescent_neighbours(X, k, *, metric="euclidean", p=2, random_state=None, li
     if max_iterations is None:
         max_iterations = max(8, int(math.ceil(math.log2(max(n, 2)))))
     max_candidates = max(1, min(60, int(math.ceil(rho * k))))
-    hd = np.full((n, k), np.inf)
-    hn = np.full((n, k), NO_ID, np.int64)
+    S = search_points(X, float(p))
+    ps = S.dtype.type(p)
+    idt = np.int32 if n < np.iinfo(np.int32).max else np.int64
+    none = np.iinfo(idt).max
+    hd = np.full((n, k), np.inf, S.dtype)
+    hn = np.full((n, k), none, idt)
     hf = np.zeros((n, k), np.bool_)
-    order, leaf_start = K.rp_forest(X, n_trees, leaf_size, seed)
+    order, leaf_start = K.rp_forest(S, n_trees, leaf_size, seed)
+    # the search numbers the points in the first tree's leaf order: near points, near rows (cache)
+    perm = order[0].copy()
+    inv = np.empty(n, np.int64)
+    inv[perm] = np.arange(n, dtype=np.int64)
+    S = np.ascontiguousarray(S[perm])
     for t in range(n_trees):
         starts = np.flatnonzero(leaf_start[t]).astype(np.int64)
-        K.leaf_join(X, order[t], np.append(starts, n), hd, hn, hf, code, p)
-    del order, leaf_start
-    K.random_fill(X, hd, hn, hf, code, p, seed)
+        K.leaf_join(S, inv[order[t]], np.append(starts, n), hd, hn, hf, code, ps)
+    del order, leaf_start, inv
+    K.random_fill(S, hd, hn, hf, code, ps, seed, none)
     pairs_per_point = max_candidates * (max_candidates - 1) // 2 + max_candidates * max_candidates
-    block = max(64, PAIRS_PER_BLOCK // max(1, pairs_per_point))
-    pa = np.empty((min(block, n), pairs_per_point), np.int64)
-    pb = np.empty_like(pa)
-    pd = np.empty((min(block, n), pairs_per_point))
-    count = np.zeros(min(block, n), np.int64)
-    parts = max(1, numba.get_num_threads())  # the results do not depend on it
+    block = min(n, max(64, PAIRS_PER_BLOCK // max(1, pairs_per_point)))
+    up_to = np.empty((block, 2 * pairs_per_point), idt)
+    up_from = np.empty_like(up_to)
+    up_d = np.empty((block, 2 * pairs_per_point), S.dtype)
+    count = np.zeros(block, np.int64)
     rounds, changes = 0, []
     for r in range(max_iterations):
-        rstart, rids, rflags = K.reverse_lists(hn, hf)
-        new, old = K.candidates(hn, hf, rstart, rids, rflags, max_candidates, seed, r + 1)
+        rstart, rids, rflags = K.reverse_lists(hn, hf, none)
+        new, old = K.candidates(hn, hf, rstart, rids, rflags, max_candidates, seed, r + 1, none)
         del rstart, rids, rflags
-        K.mark_old(hn, hf, new)
-        if not (new != NO_ID).any():
+        K.mark_old(hn, hf, new, none)
+        if not (new != none).any():
             break
         changed = 0
         for first in range(0, n, block):
             last = min(n, first + block)
-            K.local_join(X, hd, hn, hf, new, old, first, last, code, p, pa, pb, pd, count)
-            changed += int(K.apply_pairs(hd, hn, hf, pa, pb, pd, count[:last - first], parts))
+            K.local_join(S, hd, hn, new, old, first, last, code, ps, up_to, up_from, up_d, count, none)
+            changed += int(K.apply_updates(hd, hn, hf, up_to, up_from, up_d, count, last - first))
         rounds += 1
         changes.append(changed)
         if changed < delta * n * k:
             break
-    K.sort_rows(hd, hn)
-    hd, hn = np.ascontiguousarray(hd[:, :want]), np.ascontiguousarray(hn[:, :want])
+    del S, hd, hf
+    found = hn != none
+    ids = np.full((n, k), none, np.int64)
+    ids[perm] = np.where(found, perm[np.where(found, hn, 0)], none)
+    del hn, found
+    hd, hn = K.finish_rows(X, ids, want, code, p, none)
     info = {"method": "nn-descent", "random_state": seed, "list_size": k, "trees": int(n_trees),
             "leaf_size": int(leaf_size),
             "rho": float(rho), "max_candidates": max_candidates, "delta": float(delta), "rounds": rounds,

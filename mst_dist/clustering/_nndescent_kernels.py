@@ -10,20 +10,27 @@ list; the rounds stop when fewer than ``delta * n * k`` entries changed.
 The lists start from the leaves of random projection trees (each node cut
 by the hyperplane halfway between two of its points chosen at random).
 
-Neighbour lists are rows of ``(reduced distance, id, new flag)`` held as
-max-heaps in ``(distance, id)`` order (ties go to the smaller id, as in
-:mod:`mst_dist.clustering._neighbours_kernels`, whose reduced distances
-these are: the same floating-point numbers, summed in coordinate order).
+Neighbour lists are rows of ``(reduced distance, id, new flag)`` kept
+sorted ascending by ``(distance, id)`` (ties go to the smaller id, as in
+:mod:`mst_dist.clustering._neighbours_kernels`).  The search compares
+float32 distances of a centred float32 copy of the points (ids int32): a
+candidate no nearer than a row's last is rejected before any other work,
+and as a pair's distance is one number whoever computes it (summed in
+coordinate order, symmetric), an entry already present sits exactly where
+the candidate would go, so no scan of the row is needed to find it.  The
+lists' final distances are measured on the float64 points
+(:func:`finish_rows`), the same numbers as the exact search's.
 
 Determinism whatever the threads: randomness is a hash of ``(seed, round,
 point, point)``, never a generator state; every parallel loop writes only
 the rows it owns, and every row receives its insertions in one order fixed
-by the data (the local joins of a block of points are generated first,
-reading the lists as they stand, then each row takes the pairs that touch
-it in the order they were generated).  A bounded heap that keeps the ``k``
-least distinct entries of a strict order holds the same set whatever order
-they come in; the new flags and the counts of changes follow that order
-too, so the lists, the rounds and the stop are the same for 1 or many
+by the data (the local joins of a block of points are generated first in
+parallel, reading the lists as they stand and keeping only the updates a
+list would take then, then one thread applies them in the order they were
+generated).  A bounded sorted row that keeps the ``k`` least distinct
+entries of a strict order holds the same set whatever order they come in;
+the new flags and the counts of changes follow that order too, so the
+lists, the rounds and the stop are the same for 1 or many
 threads.  Block sizes depend on ``k`` and ``rho`` only.
 """
 from __future__ import annotations
@@ -62,52 +69,73 @@ def _below(h, m):
 
 
 # ---------------------------------------------------------------------------
-# distances and heaps
+# distances and sorted lists
 # ---------------------------------------------------------------------------
 
 @njit(nogil=True, cache=True, inline="always")
 def _reduced(X, i, j, metric, p):
-    """Reduced distance of rows ``i`` and ``j`` (squared Euclidean, sum of ``|x - y| ** p``, ...)."""
-    acc = 0.0
-    for c in range(X.shape[1]):
-        a = X[i, c] - X[j, c]
-        if metric == EUCLIDEAN:
+    """Reduced distance of rows ``i`` and ``j`` (squared Euclidean, sum of ``|x - y| ** p``, ...).
+
+    Accumulated in ``X``'s precision (``p`` of the same type): the search's
+    float32 copy gives float32 distances, the points themselves float64,
+    the same numbers as :mod:`mst_dist.clustering._neighbours_kernels`'s
+    (summed in coordinate order; the metric's test is outside the loop).
+    """
+    acc = X[i, 0] - X[i, 0]
+    d = X.shape[1]
+    if metric == EUCLIDEAN:
+        for c in range(d):
+            a = X[i, c] - X[j, c]
             acc += a * a
-        elif metric == MANHATTAN:
-            acc += abs(a)
-        elif metric == CHEBYSHEV:
-            acc = max(acc, abs(a))
-        else:
-            acc += abs(a) ** p
+    elif metric == MANHATTAN:
+        for c in range(d):
+            acc += abs(X[i, c] - X[j, c])
+    elif metric == CHEBYSHEV:
+        for c in range(d):
+            acc = max(acc, abs(X[i, c] - X[j, c]))
+    else:
+        for c in range(d):
+            acc += abs(X[i, c] - X[j, c]) ** p
     return acc
 
 
-@njit(nogil=True, cache=True)
-def _push(hd, hn, hf, dist, who, flag):
-    """Into a max-heap row: ``who`` at ``dist`` if it beats the root and is not there yet; 1 if it went in."""
-    k = hd.shape[0]
-    if not _worse(hd[0], hn[0], dist, who):
+@njit(nogil=True, cache=True, inline="always")
+def _insert(rd, rn, rf, dist, who, flag):
+    """Into a row ascending by ``(distance, id)``: ``who`` at ``dist`` if it beats the last and is not there; 1 if it went in.
+
+    A candidate no nearer than the row's last is rejected before any other
+    work.  The distance of a pair is one number whoever computes it (the sum
+    runs in coordinate order and is symmetric), so ``who`` already present
+    sits exactly where ``(dist, who)`` sorts: the scan for the place finds it.
+    """
+    last = rd.shape[0] - 1
+    if dist > rd[last] or (dist == rd[last] and who >= rn[last]):
         return 0
-    for s in range(k):
-        if hn[s] == who:
-            return 0
-    hd[0], hn[0], hf[0] = dist, who, flag
-    at = 0
-    while True:
-        left = 2 * at + 1
-        if left >= k:
-            break
-        big = left
-        if left + 1 < k and _worse(hd[left + 1], hn[left + 1], hd[left], hn[left]):
-            big = left + 1
-        if _worse(hd[big], hn[big], hd[at], hn[at]):
-            hd[at], hd[big] = hd[big], hd[at]
-            hn[at], hn[big] = hn[big], hn[at]
-            hf[at], hf[big] = hf[big], hf[at]
-            at = big
-        else:
-            break
+    s = last
+    while s > 0 and (rd[s - 1] > dist or (rd[s - 1] == dist and rn[s - 1] > who)):
+        s -= 1
+    if s > 0 and rd[s - 1] == dist and rn[s - 1] == who:
+        return 0
+    for t in range(last, s, -1):
+        rd[t] = rd[t - 1]
+        rn[t] = rn[t - 1]
+        rf[t] = rf[t - 1]
+    rd[s] = dist
+    rn[s] = who
+    rf[s] = flag
     return 1
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _enters(rd, rn, dist, who):
+    """Whether :func:`_insert` would take ``who`` at ``dist`` into the row as it stands (read only)."""
+    last = rd.shape[0] - 1
+    if dist > rd[last] or (dist == rd[last] and who >= rn[last]):
+        return False
+    s = last
+    while s > 0 and (rd[s - 1] > dist or (rd[s - 1] == dist and rn[s - 1] > who)):
+        s -= 1
+    return not (s > 0 and rd[s - 1] == dist and rn[s - 1] == who)
 
 
 # ---------------------------------------------------------------------------
@@ -132,7 +160,7 @@ def rp_forest(X, n_trees, leaf_size, seed):
         idx = np.arange(n)
         stack_a = np.empty(n + 1, np.int64)
         stack_b = np.empty(n + 1, np.int64)
-        normal = np.empty(d)
+        normal = np.empty(d, X.dtype)
         top = 0
         stack_a[0], stack_b[0] = 0, n
         top = 1
@@ -149,10 +177,11 @@ def rp_forest(X, n_trees, leaf_size, seed):
             if r2 >= r1:
                 r2 += 1
             u, v = idx[r1], idx[r2]
-            offset = 0.0
+            offset = X[u, 0] - X[u, 0]
             for c in range(d):
                 normal[c] = X[u, c] - X[v, c]
-                offset += normal[c] * 0.5 * (X[u, c] + X[v, c])
+                offset += normal[c] * (X[u, c] + X[v, c])
+            offset *= 0.5
             # partition [a, b): left of the plane first
             lo, hi = a, b - 1
             while lo <= hi:
@@ -179,28 +208,32 @@ def rp_forest(X, n_trees, leaf_size, seed):
 
 @njit(parallel=True, cache=True)
 def leaf_join(X, order, starts, hd, hn, hf, metric, p):
-    """Every point's list given the other points of its leaf (one tree: each row written by its leaf only)."""
+    """Every point's list given the other points of its leaf (one tree: each row written by its leaf only).
+
+    Each pair of a leaf is measured once and offered to both ends.
+    """
     for f in prange(starts.shape[0] - 1):
         a, b = starts[f], starts[f + 1]
         for s in range(a, b):
             i = order[s]
-            for r in range(a, b):
+            for r in range(s + 1, b):
                 j = order[r]
-                if j != i:
-                    _push(hd[i], hn[i], hf[i], _reduced(X, i, j, metric, p), j, True)
+                dist = _reduced(X, i, j, metric, p)
+                _insert(hd[i], hn[i], hf[i], dist, j, True)
+                _insert(hd[j], hn[j], hf[j], dist, i, True)
 
 
 @njit(parallel=True, cache=True)
-def random_fill(X, hd, hn, hf, metric, p, seed):
+def random_fill(X, hd, hn, hf, metric, p, seed, none):
     """Lists with empty slots left filled with points chosen by hash (tiny leaves)."""
     n, k = hn.shape
     for i in prange(n):
         tries = 0
-        while hn[i, 0] == NO_ID and tries < 4 * k + 16:
+        while hn[i, k - 1] == none and tries < 4 * k + 16:
             j = _below(_hash(seed, 1 << 40, i, tries), n)
             tries += 1
             if j != i:
-                _push(hd[i], hn[i], hf[i], _reduced(X, i, j, metric, p), j, True)
+                _insert(hd[i], hn[i], hf[i], _reduced(X, i, j, metric, p), j, True)
 
 
 # ---------------------------------------------------------------------------
@@ -208,24 +241,24 @@ def random_fill(X, hd, hn, hf, metric, p, seed):
 # ---------------------------------------------------------------------------
 
 @njit(cache=True)
-def reverse_lists(hn, hf):
+def reverse_lists(hn, hf, none):
     """Who lists each point: CSR ``(start, ids, flags)`` of the reversed lists (ids ascending per point)."""
     n, k = hn.shape
     start = np.zeros(n + 1, np.int64)
     for i in range(n):
         for s in range(k):
             j = hn[i, s]
-            if j != NO_ID:
+            if j != none:
                 start[j + 1] += 1
     for i in range(n):
         start[i + 1] += start[i]
     at = start[:-1].copy()
-    ids = np.empty(start[n], np.int64)
+    ids = np.empty(start[n], hn.dtype)
     flags = np.empty(start[n], np.bool_)
     for i in range(n):
         for s in range(k):
             j = hn[i, s]
-            if j != NO_ID:
+            if j != none:
                 ids[at[j]] = i
                 flags[at[j]] = hf[i, s]
                 at[j] += 1
@@ -259,17 +292,17 @@ def _sample(cd, cn, prio, who):
 
 
 @njit(parallel=True, cache=True)
-def candidates(hn, hf, rstart, rids, rflags, max_candidates, seed, round_):
+def candidates(hn, hf, rstart, rids, rflags, max_candidates, seed, round_, none):
     """Each point's new and old candidates: its list and its reversed list, each kind sampled to ``max_candidates``.
 
     The sample keeps the candidates of least hash priority (a function of
     the round and the pair), so it is one set whatever the order.  Returns
-    ``(new, old)``, rows padded with ``NO_ID``; the list entries sampled as
+    ``(new, old)``, rows padded with ``none``; the list entries sampled as
     new are then marked old (:func:`mark_old`).
     """
     n, k = hn.shape
-    new = np.full((n, max_candidates), NO_ID, np.int64)
-    old = np.full((n, max_candidates), NO_ID, np.int64)
+    new = np.full((n, max_candidates), none, hn.dtype)
+    old = np.full((n, max_candidates), none, hn.dtype)
     for i in prange(n):
         nd = np.full(max_candidates, np.inf)
         od = np.full(max_candidates, np.inf)
@@ -278,7 +311,7 @@ def candidates(hn, hf, rstart, rids, rflags, max_candidates, seed, round_):
                 j, f = hn[i, s], hf[i, s]
             else:
                 j, f = rids[rstart[i] + s - k], rflags[rstart[i] + s - k]
-            if j == NO_ID:
+            if j == none:
                 continue
             prio = (_hash(seed, round_, min(i, j), max(i, j)) >> np.uint64(11)) * (1.0 / 9007199254740992.0)
             if f:
@@ -289,7 +322,7 @@ def candidates(hn, hf, rstart, rids, rflags, max_candidates, seed, round_):
 
 
 @njit(parallel=True, cache=True)
-def mark_old(hn, hf, new):
+def mark_old(hn, hf, new, none):
     """List entries sampled among their point's new candidates: joined from now on, old."""
     n, k = hn.shape
     for i in prange(n):
@@ -302,72 +335,90 @@ def mark_old(hn, hf, new):
 
 
 @njit(parallel=True, cache=True)
-def local_join(X, hd, hn, hf, new, old, first, last, metric, p, pairs_a, pairs_b, pairs_d, count):
-    """Candidate pairs of points ``first:last``: new x new and new x old, those that beat an end's ``k``-th.
+def local_join(X, hd, hn, new, old, first, last, metric, p, up_to, up_from, up_d, count, none):
+    """Candidate pairs of points ``first:last`` (new x new and new x old) as updates of the ends they beat.
 
-    Read-only on the lists; point ``q``'s pairs go to row ``q - first`` of
-    ``pairs_*`` (``count`` of them).
+    Read-only on the lists.  A pair measured by point ``q`` becomes an
+    update ``(to, from, distance)`` of each end whose list, as it stands,
+    would take it (nearer than its last, not there yet): row ``q - first``
+    of ``up_*``, ``count`` of them, in the order generated.
     """
     m = new.shape[1]
+    last_slot = hd.shape[1] - 1
     for q in prange(first, last):
         row = q - first
+        # the candidates (new, then old) and their lists' last distances, read once
+        ids = np.empty(m + m, up_to.dtype)
+        lim = np.empty(m + m, hd.dtype)
+        for x in range(m + m):
+            a = new[q, x] if x < m else old[q, x - m]
+            ids[x] = a
+            if a != none:
+                lim[x] = hd[a, last_slot]
         c = 0
         for x in range(m):
-            a = new[q, x]
-            if a == NO_ID:
+            a = ids[x]
+            if a == none:
                 continue
             for y in range(x + 1, m + m):
-                if y < m:
-                    b = new[q, y]
-                else:
-                    b = old[q, y - m]
-                if b == NO_ID or b == a:
+                b = ids[y]
+                if b == none or b == a:
                     continue
                 dist = _reduced(X, a, b, metric, p)
-                if dist <= hd[a, 0] or dist <= hd[b, 0]:
-                    pairs_a[row, c] = a
-                    pairs_b[row, c] = b
-                    pairs_d[row, c] = dist
+                if dist <= lim[x] and _enters(hd[a], hn[a], dist, b):
+                    up_to[row, c], up_from[row, c], up_d[row, c] = a, b, dist
+                    c += 1
+                if dist <= lim[y] and _enters(hd[b], hn[b], dist, a):
+                    up_to[row, c], up_from[row, c], up_d[row, c] = b, a, dist
                     c += 1
         count[row] = c
 
 
-@njit(parallel=True, cache=True)
-def apply_pairs(hd, hn, hf, pairs_a, pairs_b, pairs_d, count, parts):
-    """The pairs of :func:`local_join` into both ends' lists, as new; returns the entries that went in.
+@njit(nogil=True, cache=True)
+def apply_updates(hd, hn, hf, up_to, up_from, up_d, count, rows):
+    """The updates of :func:`local_join` into their lists, as new, in the order generated; the entries that went in.
 
-    Part ``t`` of ``parts`` owns the rows ``i % parts == t`` and reads every
-    pair in the order generated: each row takes its pairs in that order,
-    whatever ``parts`` is.
+    One thread: a few per cent of the join's time, and no wait for others.
     """
-    changed = np.zeros(parts, np.int64)
-    for t in prange(parts):
-        c = 0
-        for row in range(count.shape[0]):
-            for e in range(count[row]):
-                a, b, dist = pairs_a[row, e], pairs_b[row, e], pairs_d[row, e]
-                if a % parts == t:
-                    c += _push(hd[a], hn[a], hf[a], dist, b, True)
-                if b % parts == t:
-                    c += _push(hd[b], hn[b], hf[b], dist, a, True)
-        changed[t] = c
-    return changed.sum()
+    c = 0
+    for row in range(rows):
+        for e in range(count[row]):
+            a = up_to[row, e]
+            c += _insert(hd[a], hn[a], hf[a], up_d[row, e], up_from[row, e], True)
+    return c
 
 
 @njit(parallel=True, cache=True)
-def sort_rows(hd, hn):
-    """Every heap row ascending by ``(distance, id)``."""
+def finish_rows(X, hn, want, metric, p, none):
+    """The ``want`` nearest of each list by the points' own (float64) reduced distances: ``(dist, nbr)``.
+
+    The search's distances (float32) only ordered the lists; the exact
+    ones are measured here and the rows sorted by ``(distance, id)``.
+    """
     n, k = hn.shape
+    dist = np.full((n, want), np.inf)
+    nbr = np.full((n, want), NO_ID, np.int64)
     for i in prange(n):
+        rd = np.full(k, np.inf)
+        rn = np.full(k, NO_ID, np.int64)
+        for s in range(k):
+            j = hn[i, s]
+            if j != none:
+                rd[s] = _reduced(X, i, j, metric, p)
+                rn[s] = j
         for a in range(1, k):
-            dv, iv = hd[i, a], hn[i, a]
+            dv, iv = rd[a], rn[a]
             b = a - 1
-            while b >= 0 and _worse(hd[i, b], hn[i, b], dv, iv):
-                hd[i, b + 1] = hd[i, b]
-                hn[i, b + 1] = hn[i, b]
+            while b >= 0 and _worse(rd[b], rn[b], dv, iv):
+                rd[b + 1] = rd[b]
+                rn[b + 1] = rn[b]
                 b -= 1
-            hd[i, b + 1] = dv
-            hn[i, b + 1] = iv
+            rd[b + 1] = dv
+            rn[b + 1] = iv
+        for s in range(want):
+            dist[i, s] = rd[s]
+            nbr[i, s] = rn[s]
+    return dist, nbr
 
 
 @njit(parallel=True, cache=True)
