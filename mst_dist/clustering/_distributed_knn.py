@@ -219,13 +219,28 @@ def held_rows(start, stop, *, key, token):
 
 
 def _release(client, names, token):
-    """The published edges of a graph no longer referenced: unpublished (their data released)."""
+    """The published edges of a graph no longer referenced: unpublished (their data released).
+
+    Called by the graph's finalizer, so from whatever thread the garbage
+    collector runs in -- the client's event loop, or a thread the scheduler
+    of an in-process cluster is waiting on.  It must not wait there: the
+    unpublishing is handed to the client's event loop and this returns at
+    once (a client already closed has nothing left to release).
+    """
     _CLIENTS.pop(token, None)
-    for name in names:
+    if getattr(client, "status", None) != "running":
+        return
+
+    async def unpublish():
         try:
-            client.unpublish_dataset(name)
-        except Exception:  # pragma: no cover - the cluster is gone, and its data with it
+            await client._unpublish_dataset(list(names))  # the coroutine under Client.unpublish_dataset
+        except Exception:  # pragma: no cover - the cluster went away meanwhile, and its data with it
             pass
+
+    try:
+        client.loop.add_callback(unpublish)
+    except Exception:  # pragma: no cover - the loop is closed: so is the cluster
+        pass
 
 
 # ---------------------------------------------------------------------------

@@ -211,3 +211,43 @@ def test_worker_processes_read_each_others_edges(pclient):
         got = pclient.gather([pclient.submit(_rows_of, s, workers=[w], pure=False) for s in g.sources])
         for a, b in zip(got, want):
             assert all(np.array_equal(x, y) for x, y in zip(a, b))
+
+
+def test_a_collected_graph_unpublishes_its_edges_without_waiting(client2):
+    """The finalizer of a graph on the workers may run in any thread (the garbage collector's),
+    also one the scheduler of an in-process cluster waits on: it hands the unpublishing to the
+    client's loop and returns at once; its edges are released; a closed client is left alone."""
+    import gc
+    import threading
+    import time
+
+    from distributed import Client
+
+    X = np.random.default_rng(5).random((600, 2))
+    g = knn_graph(X, 4, client=client2)
+    names = [n for n in client2.list_datasets() if str(n).startswith("mst-knn")]
+    assert names
+    done = threading.Event()
+    t = time.perf_counter()
+    del g
+    gc.collect()
+    assert time.perf_counter() - t < 5
+    deadline = time.monotonic() + 30
+    while set(names) & set(client2.list_datasets()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not set(names) & set(client2.list_datasets())
+    # from the client's event loop thread itself: returns without blocking the loop
+    from mst_dist.clustering import _distributed_knn as dk
+
+    client2.publish_dataset(**{"mst-knn-probe-0": client2.scatter([1])[0]})
+    client2.loop.add_callback(lambda: (dk._release(client2, ["mst-knn-probe-0"], "probe"), done.set()))
+    assert done.wait(10)
+    deadline = time.monotonic() + 30
+    while "mst-knn-probe-0" in client2.list_datasets() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert "mst-knn-probe-0" not in client2.list_datasets()
+    closed = Client(client2.scheduler.address, set_as_default=False)
+    closed.close()
+    t = time.perf_counter()
+    dk._release(closed, ["anything"], "closed")
+    assert time.perf_counter() - t < 1
