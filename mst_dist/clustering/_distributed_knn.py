@@ -218,6 +218,18 @@ def held_rows(start, stop, *, key, token):
     return s[start:stop], d[start:stop], w[start:stop]
 
 
+def dask_points(X, client):
+    """``X`` as a 2-D Dask array of numbers whose row blocks have known sizes, else a ``ValueError``."""
+    X = _as_dask_array(X, client)
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-dimensional (points x coordinates), got shape {X.shape}")
+    if X.dtype.kind not in "iufb":
+        raise ValueError(f"X: coordinates must be numbers, got dtype {X.dtype}")
+    if any(np.isnan(c) for c in X.chunks[0]):
+        X = X.compute_chunk_sizes()
+    return X
+
+
 def _release(client, names, token):
     """The published edges of a graph no longer referenced: unpublished (their data released).
 
@@ -321,14 +333,7 @@ def _run(X, k, metric, p, symmetrize, client, partitions):
 
     metric = metric.lower()
     code, p = metric_of(metric, p)
-    X = _as_dask_array(X, client)
-    if X.ndim != 2:
-        raise ValueError(f"X must be 2-dimensional (points x coordinates), got shape {X.shape}")
-    if X.dtype.kind not in "iufb":
-        raise ValueError(f"X: coordinates must be numbers, got dtype {X.dtype}")
-    if any(np.isnan(c) for c in X.chunks[0]):
-        X = X.compute_chunk_sizes()
-    X = X.rechunk({1: -1})
+    X = dask_points(X, client).rechunk({1: -1})
     n = int(X.shape[0])
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k < n:
         raise ValueError(f"k must be an integer in [1, {n - 1}] (fewer than the {n} points), got {k!r}")

@@ -38,7 +38,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from mst_dist.clustering._neighbours_kernels import CHEBYSHEV, EUCLIDEAN, MANHATTAN, NO_ID, _worse
+from mst_dist.clustering._neighbours_kernels import CHEBYSHEV, EUCLIDEAN, MANHATTAN, NO_ID, _sift_down, _worse
 
 # ---------------------------------------------------------------------------
 # hashing: randomness that does not depend on the order of work
@@ -275,20 +275,7 @@ def _sample(cd, cn, prio, who):
         if cn[s] == who:
             return
     cd[0], cn[0] = prio, who
-    at = 0
-    while True:
-        left = 2 * at + 1
-        if left >= m:
-            return
-        big = left
-        if left + 1 < m and _worse(cd[left + 1], cn[left + 1], cd[left], cn[left]):
-            big = left + 1
-        if _worse(cd[big], cn[big], cd[at], cn[at]):
-            cd[at], cd[big] = cd[big], cd[at]
-            cn[at], cn[big] = cn[big], cn[at]
-            at = big
-        else:
-            return
+    _sift_down(cd, cn, 0, m)
 
 
 @njit(parallel=True, cache=True)

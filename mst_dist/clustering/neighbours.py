@@ -148,13 +148,7 @@ def _approximate_on_one_worker(X, k, metric, p, symmetrize, client, seed):
     from mst_dist.clustering._nndescent import edges_task
     from mst_dist.graph import FunctionSource, Graph
 
-    X = dk._as_dask_array(X, client)
-    if X.ndim != 2:
-        raise ValueError(f"X must be 2-dimensional (points x coordinates), got shape {X.shape}")
-    if X.dtype.kind not in "iufb":
-        raise ValueError(f"X: coordinates must be numbers, got dtype {X.dtype}")
-    if any(np.isnan(c) for c in X.chunks[0]):
-        X = X.compute_chunk_sizes()
+    X = dk.dask_points(X, client)
     n = int(X.shape[0])
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k < n:
         raise ValueError(f"k must be an integer in [1, {n - 1}] (fewer than the {n} points), got {k!r}")
