@@ -38,7 +38,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from mst_dist.clustering._neighbours_kernels import CHEBYSHEV, EUCLIDEAN, MANHATTAN, NO_ID, _sift_down, _worse
+from mst_dist.clustering._neighbours_kernels import CHEBYSHEV, EUCLIDEAN, MANHATTAN, NO_ID, _sift_down, _sort_row, _worse
 
 # ---------------------------------------------------------------------------
 # hashing: randomness that does not depend on the order of work
@@ -393,15 +393,7 @@ def finish_rows(X, hn, want, metric, p, none):
             if j != none:
                 rd[s] = _reduced(X, i, j, metric, p)
                 rn[s] = j
-        for a in range(1, k):
-            dv, iv = rd[a], rn[a]
-            b = a - 1
-            while b >= 0 and _worse(rd[b], rn[b], dv, iv):
-                rd[b + 1] = rd[b]
-                rn[b + 1] = rn[b]
-                b -= 1
-            rd[b + 1] = dv
-            rn[b + 1] = iv
+        _sort_row(rd[:k], rn[:k])
         for s in range(want):
             dist[i, s] = rd[s]
             nbr[i, s] = rn[s]
