@@ -2,9 +2,12 @@
 
 The same graph (Erdős–Rényi, ``n`` vertices, ``m`` edges, ``--chunks`` edge
 chunks) is solved with its vertices spread over the workers
-(``vertex_partition="always"``, ``mst.vertex-base: 0``, so every round is a
-partitioned one) on ``P`` in-process workers of one thread each, for each
-``P`` of ``--workers``.  Printed per ``P``: the tasks that reached memory
+(``vertex_partition="always"``, ``mst.vertex-base: 0``: no round is left to
+one worker for having few components) on ``P`` in-process workers of one
+thread each, for each ``P`` of ``--workers``.  With the default
+``local_finish`` the edges (2^19) fit one worker, so after the first look at
+the chunks the base case solves them there and the labels are spread back
+over the ranges; ``--local-finish 0`` makes every round a partitioned one.  Printed per ``P``: the tasks that reached memory
 on the scheduler during the solve (every key, the exchanges' own included),
 the wall time, and the ratios to the smallest ``P``.  Every forest is
 compared with the first one's (edge ids).  From the repository's root::
@@ -50,6 +53,7 @@ def _trivial(x, i):
     return i
 
 P, n, m, chunks, seed, baseline = (int(a) for a in sys.argv[1:7])
+local_finish = sys.argv[7] if sys.argv[7] == "auto" else int(sys.argv[7])
 g = mst_dist.generate("erdos_renyi", seed=seed, n=n, m=m)
 with LocalCluster(n_workers=P, threads_per_worker=1, processes=False, memory_limit=0,
                   dashboard_address=None) as cluster, Client(cluster) as client:
@@ -59,7 +63,8 @@ with LocalCluster(n_workers=P, threads_per_worker=1, processes=False, memory_lim
                                          vertex_partition="always", partitions=4)  # kernels compiled, plugins in
         before = client.run_on_scheduler(_count)
         t = time.perf_counter()
-        res = mst_dist.minimum_spanning_forest(g, client, vertex_partition="always", partitions=chunks)
+        res = mst_dist.minimum_spanning_forest(g, client, vertex_partition="always", partitions=chunks,
+                                               local_finish=local_finish)
         wall = time.perf_counter() - t
     tasks = client.run_on_scheduler(_count) - before
     dask_s = None
@@ -72,6 +77,7 @@ with LocalCluster(n_workers=P, threads_per_worker=1, processes=False, memory_lim
         dask_s = time.perf_counter() - t
 ids = np.asarray(res.edge_ids)
 print(json.dumps({"workers": P, "tasks": tasks, "wall_s": wall, "dask_s": dask_s, "rounds": len(res.stats.rounds),
+                  "partitioned_rounds": sum(r.mode == "partitioned" for r in res.stats.rounds),
                   "forest_edges": int(ids.size), "total_weight": float(res.total_weight),
                   "ids_hash": int(np.bitwise_xor.reduce(ids * 2654435761 % 2**61)) if ids.size else 0}))
 """
@@ -82,7 +88,7 @@ def run(P, args, tree=None):
     if tree:
         env["PYTHONPATH"] = os.path.abspath(tree) + os.pathsep + env.get("PYTHONPATH", "")
     out = subprocess.run([sys.executable, "-c", _CHILD, str(P), str(args.n), str(args.m), str(args.chunks),
-                          str(args.seed), str(int(args.dask_baseline))], env=env, cwd=tree or None, capture_output=True, text=True,
+                          str(args.seed), str(int(args.dask_baseline)), str(args.local_finish)], env=env, cwd=tree or None, capture_output=True, text=True,
                          timeout=args.timeout)
     if out.returncode:
         raise RuntimeError(f"P={P} failed:\n{out.stderr[-3000:]}")
@@ -96,6 +102,9 @@ def main(argv=None):
     p.add_argument("--m", type=int, default=2**19)
     p.add_argument("--chunks", type=int, default=64)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--local-finish", default="auto",
+                   help="the run's local_finish: 0 makes every round a partitioned one (by default the edges "
+                        "left after the first look fit one worker and the base case solves them there)")
     p.add_argument("--dask-baseline", action="store_true", help="also time 2,000 trivial tasks per cluster size")
     p.add_argument("--tree", default=None, help="run another checkout's mst-dist (a directory)")
     p.add_argument("--timeout", type=float, default=1800)
@@ -106,14 +115,14 @@ def main(argv=None):
         rows.append(run(P, args, args.tree))
         r = rows[-1]
         print(f"P={P:4d}  tasks {r['tasks']:8d} ({r['tasks'] / rows[0]['tasks']:5.2f}x)  "
-              f"wall {r['wall_s']:8.2f} s ({r['wall_s'] / rows[0]['wall_s']:5.2f}x)  rounds {r['rounds']}"
+              f"wall {r['wall_s']:8.2f} s ({r['wall_s'] / rows[0]['wall_s']:5.2f}x)  rounds {r['rounds']} ({r.get('partitioned_rounds', '?')} partitioned)"
               + (f"  dask alone {r['dask_s']:6.2f} s ({r['dask_s'] / rows[0]['dask_s']:5.2f}x)" if r["dask_s"] else ""),
               flush=True)
     if len({(r["forest_edges"], r["ids_hash"]) for r in rows}) != 1:
         raise SystemExit("the forests differ between cluster sizes")
     if args.out:
         with open(args.out, "w") as f:
-            json.dump({"n": args.n, "m": args.m, "chunks": args.chunks, "tree": args.tree, "rows": rows}, f, indent=1)
+            json.dump({"n": args.n, "m": args.m, "chunks": args.chunks, "local_finish": args.local_finish, "tree": args.tree, "rows": rows}, f, indent=1)
 
 
 if __name__ == "__main__":

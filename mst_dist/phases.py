@@ -67,6 +67,7 @@ class Step(_Name):
     CALIBRATE = "calibrate", Phase.LOAD
     LOAD = "load", Phase.LOAD
     PREPARE = "prepare", Phase.LOAD
+    LOAD_BLOCK = "load-block", Phase.LOAD
     LABELS_INIT = "labels-init", Phase.LOAD
     # a round: map
     MAP = "map", Phase.MAP

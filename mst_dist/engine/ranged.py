@@ -423,8 +423,9 @@ def split_sampled(mapped, bounds, step):
 
 
 def count_sampled_interior(mapped, split_out, *answers):
-    """How many of the sampled vertices asked about (:func:`split_sampled`) only this chunk touches."""
-    return int(np.count_nonzero(vr.answers_of(split_out, answers, dtype=bool)))
+    """``(interior, edges)``: how many of the sampled vertices asked about (:func:`split_sampled`) only this
+    chunk touches, and its edges (the round's count, taken with the probe)."""
+    return int(np.count_nonzero(vr.answers_of(split_out, answers, dtype=bool))), len(mapped[0].chunk)
 
 
 def interior_of(mapped, split_out, *answers):
@@ -631,6 +632,39 @@ def final_labels(f, split_out, *answers):
 
 def labels_array(vl: VertexLabels):
     return vl.labels
+
+
+class CanonicalLabels(NamedTuple):
+    """Every vertex's canonical label, made by the base case where it took the original vertex ids, and the
+    ranges of vertices whose owners take their part (:meth:`part`)."""
+
+    labels: np.ndarray
+    bounds: np.ndarray
+    count: int
+
+    def part(self, r):
+        lo, hi = int(self.bounds[r]), int(self.bounds[r + 1])
+        return VertexLabels(lo, hi, self.labels[lo:hi])
+
+
+def canonical_base(n_vertices, bounds, *maps):
+    """(a base case over the original vertex ids, no round before it) The labels numbered by each component's
+    smallest vertex straight from the base case's round maps, as a one-worker run numbers them: no
+    exchange of finished ids is needed."""
+    if maps:
+        labels, count = host_kernels().labels([m[0] for m in maps], n_vertices)
+    else:  # no edge: every vertex alone
+        labels, count = np.arange(n_vertices, dtype=np.int64), n_vertices
+    return CanonicalLabels(labels, np.asarray(bounds, np.int64), int(count))
+
+
+def canonical_count(whole: CanonicalLabels):
+    return whole.count
+
+
+def taken(piece):
+    """A piece pulled from another worker, as it came."""
+    return piece
 
 
 def write_labels_range(path, vl: VertexLabels):

@@ -90,6 +90,39 @@ def test_range_counts_and_base_case(client2, case, ranges, base, partitions):
         assert modes - {"partitioned", "local-contraction"}
 
 
+@pytest.mark.parametrize("contraction", ["auto", "never", "always"])
+@pytest.mark.parametrize("case", ["erdos_renyi-1", "grid-6", "rmat-7"])
+def test_straight_to_the_base_case(client2, case, contraction):
+    """Edges that fit one worker from the start: the base case solves them over the original vertex ids
+    and numbers the labels itself (no exchange of finished ids), whether the chunks were probed, loaded
+    as they are, or looked at for interior vertices first."""
+    name, n, src, dst, w = next(c for c in ALL if c[0] == case)
+    g = mst_dist.Graph.from_arrays(src, dst, w, n_vertices=n)
+    with dask.config.set({"mst.local-contraction": contraction}):
+        res = partitioned(g, client2, ranges=3, partitions=3)
+    check(res, n, src, dst, w)
+    if not res.stats.vertex_partition.get("local_contraction"):  # no round before the base case: the shortcut ran
+        assert not {r.mode for r in res.stats.rounds} & {"partitioned", "local-contraction"}
+
+
+@pytest.mark.parametrize("gather", [True, False])
+def test_straight_to_the_base_case_outputs(client2, tmp_path, gather):
+    """The labels the base case numbered reach every output: written per range, kept on the workers."""
+    g = mst_dist.generate("erdos_renyi", seed=7, n=3000, m=4000)
+    with dask.config.set({"mst.local-contraction": "never"}):
+        if gather:
+            res = partitioned(g, client2, ranges=4, partitions=3, output=tmp_path / "forest",
+                              labels_output=tmp_path / "labels")
+            check_written_per_range(res, g, tmp_path / "forest", tmp_path / "labels", 4)
+        else:
+            res = partitioned(g, client2, ranges=4, partitions=3, gather=False)
+            try:
+                check_kept_per_range(client2, res, g, chunks=3, ranges=4)
+            finally:
+                res.kept.release()
+    assert not {r.mode for r in res.stats.rounds} & {"partitioned", "local-contraction"}
+
+
 def test_outputs_written_per_range(client2, tmp_path):
     """With output= and labels_output= the workers write the forest per chunk and the labels per range."""
     g = mst_dist.generate("erdos_renyi", seed=7, n=3000, m=4000)

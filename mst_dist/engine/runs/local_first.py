@@ -69,10 +69,11 @@ def contract_locally(store, st, raws, offsets):
                               assemble=ranged.count_sampled_interior,
                               split=functools.partial(ranged.split_sampled, bounds=bounds, step=PROBE_STEP),
                               pins=store.pins)
-        estimate = sum(c.gather(probe)) * PROBE_STEP
+        probed = c.gather(probe)
+        estimate = sum(i for i, _ in probed) * PROBE_STEP
         run.stats.vertex_partition.update(interior_estimate=int(estimate), local_contraction=False)
         if estimate < AUTO_SHARE * n:
-            return _uncontracted(store, rnd, loaded, labels, bounds)
+            return _uncontracted(store, loaded, labels, bounds, sum(e for _, e in probed))
     touched = store.exchange(Step.TOUCH, rnd, loaded, labels, split=split, serve=ranged.serve_touch,
                             assemble=ranged.interior_of, pins=store.pins)
     J = len(touched)
@@ -85,7 +86,7 @@ def contract_locally(store, st, raws, offsets):
     interior, edges_before = sum(counted[:J]), sum(counted[J:])
     run.stats.vertex_partition.update(interior_vertices=int(interior), local_contraction=False)
     if not interior:
-        return _uncontracted(store, rnd, touched, labels, bounds)
+        return _uncontracted(store, touched, labels, bounds, edges_before)
     run.events.emit(round=rnd, phase=Phase.LOCAL_CONTRACTION, components=n, edges=edges_before)
     groups = by_worker(store.pins)
     with Batch(c) as b:
@@ -109,14 +110,12 @@ def contract_locally(store, st, raws, offsets):
                  for i, m in enumerate(contracted)]
     end_round(store, st, "local-contraction", (t0, t_contract), (n, n_next), nxt.mapped, found,
               edges_before=edges_before, ranges=bounds.shape[0] - 1)
-    nxt.finished = finished
+    nxt.finished, nxt.edges = finished, st.edges_left
     return nxt
 
 
-def _uncontracted(store, rnd, loaded, labels, bounds):
-    """No contraction: the chunks mapped for the first round as they are."""
-    c, key = store.run.client, store.run.builder.key
-    with Batch(c) as b:
-        mapped = [b.submit(ranged.map_loaded, m, bounds, key=key(Step.PREPARE, rnd, i), **store.pins[i])
-                  for i, m in enumerate(loaded)]
-    return RangedRound(mapped=mapped, labels=labels, bounds=bounds, n_comp=store.run.g.n_vertices)
+def _uncontracted(store, loaded, labels, bounds, edges):
+    """No contraction: the chunks as loaded (``edges`` of them), mapped for the first round only if one
+    comes (:func:`~mst_dist.engine.runs.ranged_rounds.solve_rounds`)."""
+    return RangedRound(mapped=list(loaded), labels=labels, bounds=bounds, n_comp=store.run.g.n_vertices,
+                       edges=int(edges), unmapped=True, identity=True)

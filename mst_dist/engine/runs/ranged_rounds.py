@@ -47,17 +47,27 @@ RANGE_SHARE = 16
 
 
 def first_round(store, e) -> RangedRound:
-    """The chunks mapped for the first round, each vertex its own component."""
+    """The chunks loaded for the first round (mapped by :func:`solve_rounds` if a partitioned round comes),
+    each vertex its own component."""
     run, n = store.run, store.run.g.n_vertices
     bounds = even_bounds(n, store.n_ranges)
     lpins = store.range_pins(bounds.shape[0] - 1)
     with Batch(run.client) as b:
-        mapped = [b.submit(ranged.prepare, raw, off, n, bounds, backend=run.spec.backend,
-                           key=run.builder.key(Step.PREPARE, 0, i), **store.pins[i])
+        loaded = [b.submit(ranged.prepare_local, raw, off, n, backend=run.spec.backend,
+                           key=run.builder.key(Step.LOAD_BLOCK, 0, i), **store.pins[i])
                   for i, (raw, off) in enumerate(zip(e.raws, e.offsets))]
         labels = [b.submit(ranged.first_labels, int(lo), int(hi), key=run.builder.key(Step.LABELS_INIT, 0, r),
                            **lpins[r]) for r, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:]))]
-    return RangedRound(mapped=mapped, labels=labels, bounds=bounds, n_comp=n)
+    return RangedRound(mapped=loaded, labels=labels, bounds=bounds, n_comp=n, unmapped=True, identity=True)
+
+
+def map_loaded(store, rnd, rr: RangedRound):
+    """The chunks of ``rr`` as loaded, mapped for its first round (their candidates cut by its ranges)."""
+    with Batch(store.run.client) as b:
+        rr.mapped = [b.submit(ranged.map_loaded, m, rr.bounds, key=store.run.builder.key(Step.PREPARE, rnd, i),
+                              **store.pins[i])
+                     for i, m in enumerate(rr.mapped)]
+    rr.unmapped = False
 
 
 def resumed_round(store, sub, saved, e) -> RangedRound:
@@ -91,6 +101,8 @@ def solve_rounds(store, sub: SolveState, rr: RangedRound, after=None):
     ``after(sub, rr)`` after each (a checkpoint).  ``rr`` moves on in place: what a round replaces is let
     go as soon as the round is made, by the caller too."""
     while store.more(rr.n_comp, sub.edges_left):
+        if rr.unmapped:
+            map_loaded(store, sub.rnd, rr)
         nxt = ranged_round(store, sub, rr)
         for f in dataclasses.fields(rr):
             setattr(rr, f.name, getattr(nxt, f.name))
@@ -225,24 +237,33 @@ def count_edges(store, rnd, mapped, step=Step.COUNT):
     return sum(c.gather(counts))
 
 
-def finish_rounds(store, sub: SolveState, rr: RangedRound):
+def finish_rounds(store, sub: SolveState, rr: RangedRound, canonical=False):
     """After the partitioned rounds: the base case where components are left, each chunk's forest ids.
-    ``(forest ids per chunk, labels per range of vertices)``; ``sub.rnd`` moves on."""
+    ``(forest ids per chunk, labels per range of vertices, count)``; ``sub.rnd`` moves on.
+
+    ``canonical``: the labels are wanted numbered by each component's
+    smallest vertex.  Where the base case takes the original vertex ids
+    (``rr.identity``), it numbers them so itself and ``count`` is a future of
+    the components' count; else ``count`` is ``None`` and the labels hold
+    finished ids (:func:`canonical_labels` numbers them).
+    """
     settle_labels(store, sub.rnd, rr)
-    labels, base = rr.labels, []
+    labels, base, count = rr.labels, [], None
     if rr.n_comp > 0:
         sub.n_comp = rr.n_comp
-        labels, base = base_case(store, sub, rr)
+        labels, base, count = base_case(store, sub, rr, canonical=canonical and rr.identity)
     with Batch(store.run.client) as b:
         forest = [b.submit(ranged.forest_of, m, *([base[j]] if base else []),
                            key=store.run.builder.key(Step.FOREST, sub.rnd, j), **store.pins[j])
                   for j, m in enumerate(rr.mapped)]
-    return forest, labels
+    return forest, labels, count
 
 
-def base_case(store, sub: SolveState, rr: RangedRound):
+def base_case(store, sub: SolveState, rr: RangedRound, canonical=False):
     """The components left fit one worker: the one-worker solver finishes, its maps end the labels.
-    ``(labels per range of vertices, each chunk's forest ids of the base case)``."""
+    ``(labels per range of vertices, each chunk's forest ids of the base case, count)``: with ``canonical``
+    (the base case's ids are the original vertices') the labels numbered by each component's smallest
+    vertex and a future of their count, else the finished ids and ``None``."""
     run = store.run
     c, key = run.client, run.builder.key
     chunks = [c.submit(ranged.chunk_of, m, key=key(Step.BASE_CHUNK, sub.rnd, i), **store.pins[i])
@@ -254,14 +275,25 @@ def base_case(store, sub: SolveState, rr: RangedRound):
     Solver(run).solve(base, light=False)
     n_base = sub.n_comp
     sub.rnd, sub.n_comp = base.rnd, 0
-    bmap = c.submit(ranged.base_map, n_base, *base.maps, key=key(Step.BASE_MAP, sub.rnd))
-    labels = store.exchange(Step.LABELS, sub.rnd, rr.labels, [bmap],
-                            split=functools.partial(ranged.split_live, bounds=np.array([0, n_base], np.int64)),
-                            serve=ranged.serve_map, assemble=ranged.follow)
+    count = None
+    if canonical:
+        # each range's owner takes its part of the numbered labels, worker to worker
+        R = len(rr.labels)
+        whole = c.submit(ranged.canonical_base, n_base, even_bounds(n_base, R), *base.maps,
+                         key=key(Step.BASE_MAP, sub.rnd))
+        count = c.submit(ranged.canonical_count, whole, key=key(Step.LABELS_COUNT, sub.rnd))
+        with Batch(c) as b:
+            labels = pull_all(b, store.key(Step.LABELS, sub.rnd), [whole], [{}], ranged.taken, [()] * R,
+                              store.range_pins(R), how="part", stages=("ready", "asked", "serve"))
+    else:
+        bmap = c.submit(ranged.base_map, n_base, *base.maps, key=key(Step.BASE_MAP, sub.rnd))
+        labels = store.exchange(Step.LABELS, sub.rnd, rr.labels, [bmap],
+                                split=functools.partial(ranged.split_live, bounds=np.array([0, n_base], np.int64)),
+                                serve=ranged.serve_map, assemble=ranged.follow)
     ids = c.submit(tasks.forest_ids, *base.chosen, key=key(Step.BASE_FOREST, sub.rnd))
     routes = c.submit(ranged.route_chosen, ids, store.chunk_bounds, key=key(Step.BASE_ROUTE, sub.rnd))
     return labels, [c.submit(operator.getitem, routes, j, key=key(Step.BASE_ROUTED, sub.rnd, j))
-                    for j in range(len(rr.mapped))]
+                    for j in range(len(rr.mapped))], count
 
 
 def merge_candidates(store, rnd, mapped, bounds):

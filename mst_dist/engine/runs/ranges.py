@@ -171,11 +171,12 @@ class VertexRanges(VertexStore):
                 self._save(sub, rr)
         else:
             rr = first_round(self, e)
-        sub.edges_left = count_edges(self, sub.rnd, rr.mapped)
+        sub.edges_left = rr.edges if rr.edges is not None else count_edges(self, sub.rnd, rr.mapped)
         run.stats.setup_seconds = time.perf_counter() - run.t_start
         sub.t_solve = time.perf_counter()
         solve_rounds(self, sub, rr, after=None if run.ckpt is None else self._save)
-        st.vertices.forest_ids, st.vertices.labels = finish_rounds(self, sub, rr)
+        v = st.vertices
+        v.forest_ids, v.labels, v.numbered = finish_rounds(self, sub, rr, canonical=True)
         st.rnd, st.t_solve, st.n_comp = sub.rnd, sub.t_solve, 0
 
     def _save(self, sub, rr):
@@ -250,7 +251,7 @@ class VertexRanges(VertexStore):
                          bounds=nxt if nxt is not None else even_bounds(n_live, 1), n_comp=n_live)
         v.labels = piece.mapped = None  # the rounds' now: each round's are let go as the next round's are made
         solve_rounds(self, sub, rr)
-        forest, v.labels = finish_rounds(self, sub, rr)
+        forest, v.labels, _ = finish_rounds(self, sub, rr)
         st.rnd = sub.rnd
         for i, f in enumerate(forest):
             v.forest.setdefault(i, []).append(f)
@@ -300,6 +301,9 @@ class VertexRanges(VertexStore):
     def finish(self, st):
         """Each chunk's forest ids, and the labels numbered by each component's smallest vertex."""
         v = st.vertices
+        if v.numbered is not None:  # the base case numbered them
+            v.n_components = int(v.numbered.result())
+            return v.forest_ids, v.labels
         labels, v.n_components = canonical_labels(self, st.rnd, v.labels)
         return v.forest_ids, labels
 
@@ -335,7 +339,6 @@ class VertexRanges(VertexStore):
                                      key=run.builder.key(Step.WRITE_LABELS, 0, j), pure=False)
                             for j, vl in enumerate(lab_f)])
             return None, st.vertices.n_components
-        parts = c.gather([c.submit(ranged.labels_array, vl, key=run.builder.key(Step.LABELS_ARRAY, 0, j))
-                          for j, vl in enumerate(lab_f)])
+        parts = [vl.labels for vl in c.gather(lab_f)]
         labels = np.concatenate(parts) if parts else np.zeros(0, np.int64)
         return labels, st.vertices.n_components

@@ -56,6 +56,8 @@ class RangesState:
     forest: dict = field(default_factory=dict)   #: chunk -> its forest ids, one future per pass (streamed)
     forest_ids: list = field(default_factory=list)   #: per chunk: future of its forest ids, once found
     n_components: int = 0           #: components of the whole graph (set by the store's finish)
+    #: future of the components' count where the base case numbered the labels canonically itself
+    numbered: object = None
 
 
 @dataclass(kw_only=True)
@@ -108,3 +110,11 @@ class RangedRound:
     #: the round maps the labels have not followed yet, ``(per range: future of the map, the round's bounds)``
     #: each, in round order (:func:`~mst_dist.engine.runs.ranged_rounds.settle_labels`)
     pending: list = field(default_factory=list)
+    #: the edges left in ``mapped``, where counted as they were made (``None``: not counted yet)
+    edges: int | None = None
+    #: ``mapped`` holds the chunks as loaded, not yet mapped for a round (nothing asked for their candidates
+    #: yet: a run that goes straight to the base case never maps them)
+    unmapped: bool = False
+    #: every vertex is still its own component under its own id (no round or contraction has run): the base
+    #: case then numbers the labels canonically itself
+    identity: bool = False
