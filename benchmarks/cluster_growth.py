@@ -16,7 +16,7 @@ compared with the first one's (edge ids).  From the repository's root::
 
 With ``--dask-baseline`` each ``P`` also times Dask alone on the same
 cluster shape: 2,000 trivial tasks, one per worker in turn, in 20 waves
-of 100 (``dask_s``): how Dask's own cost per task grows with the workers.
+of 100 (``--baseline-waves``; ``dask_s``): how Dask's own cost per task grows with the workers.
 
 With ``--tree DIR`` the solves run on the mst-dist of another checkout
 (``git worktree add DIR <commit>``): run it once for each version, in turns,
@@ -54,6 +54,7 @@ def _trivial(x, i):
 
 P, n, m, chunks, seed, baseline = (int(a) for a in sys.argv[1:7])
 local_finish = sys.argv[7] if sys.argv[7] == "auto" else int(sys.argv[7])
+waves = int(sys.argv[8])
 g = mst_dist.generate("erdos_renyi", seed=seed, n=n, m=m)
 with LocalCluster(n_workers=P, threads_per_worker=1, processes=False, memory_limit=0,
                   dashboard_address=None) as cluster, Client(cluster) as client:
@@ -71,7 +72,7 @@ with LocalCluster(n_workers=P, threads_per_worker=1, processes=False, memory_lim
     if baseline:
         workers = sorted(client.run_on_scheduler(lambda dask_scheduler: list(dask_scheduler.workers)))
         t = time.perf_counter()
-        for wave in range(20):
+        for wave in range(waves):
             client.gather([client.submit(_trivial, wave, i, workers=[workers[i % P]], pure=False)
                            for i in range(100)])
         dask_s = time.perf_counter() - t
@@ -88,7 +89,8 @@ def run(P, args, tree=None):
     if tree:
         env["PYTHONPATH"] = os.path.abspath(tree) + os.pathsep + env.get("PYTHONPATH", "")
     out = subprocess.run([sys.executable, "-c", _CHILD, str(P), str(args.n), str(args.m), str(args.chunks),
-                          str(args.seed), str(int(args.dask_baseline)), str(args.local_finish)], env=env, cwd=tree or None, capture_output=True, text=True,
+                          str(args.seed), str(int(args.dask_baseline)), str(args.local_finish), str(args.baseline_waves)],
+                         env=env, cwd=tree or None, capture_output=True, text=True,
                          timeout=args.timeout)
     if out.returncode:
         raise RuntimeError(f"P={P} failed:\n{out.stderr[-3000:]}")
@@ -106,6 +108,7 @@ def main(argv=None):
                    help="the run's local_finish: 0 makes every round a partitioned one (by default the edges "
                         "left after the first look fit one worker and the base case solves them there)")
     p.add_argument("--dask-baseline", action="store_true", help="also time 2,000 trivial tasks per cluster size")
+    p.add_argument("--baseline-waves", type=int, default=20, help="waves of 100 trivial tasks (--dask-baseline)")
     p.add_argument("--tree", default=None, help="run another checkout's mst-dist (a directory)")
     p.add_argument("--timeout", type=float, default=1800)
     p.add_argument("--out", default=None)
@@ -122,7 +125,8 @@ def main(argv=None):
         raise SystemExit("the forests differ between cluster sizes")
     if args.out:
         with open(args.out, "w") as f:
-            json.dump({"n": args.n, "m": args.m, "chunks": args.chunks, "local_finish": args.local_finish, "tree": args.tree, "rows": rows}, f, indent=1)
+            json.dump({"n": args.n, "m": args.m, "chunks": args.chunks, "local_finish": args.local_finish, "tree": args.tree,
+                       "rows": rows}, f, indent=1)
 
 
 if __name__ == "__main__":

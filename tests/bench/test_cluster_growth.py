@@ -11,7 +11,7 @@ from support.naive import kruskal
 def test_cluster_growth_counts_tasks_and_checks_the_forest(tmp_path, capsys):
     out = tmp_path / "growth.json"
     cluster_growth.main(["--workers", "1,3", "--n", "600", "--m", "2400", "--chunks", "4", "--dask-baseline",
-                        "--out", str(out)])
+                         "--baseline-waves", "2", "--local-finish", "0", "--out", str(out)])
     rows = json.loads(out.read_text())["rows"]
     assert [r["workers"] for r in rows] == [1, 3]
     g = mst_dist.generate("erdos_renyi", seed=1, n=600, m=2400)
@@ -19,6 +19,7 @@ def test_cluster_growth_counts_tasks_and_checks_the_forest(tmp_path, capsys):
     exp, _ = kruskal(g.n_vertices, s, d, w)
     for r in rows:
         assert r["tasks"] > 10 and r["wall_s"] > 0 and r["dask_s"] > 0 and r["forest_edges"] == exp.size
+        assert r["partitioned_rounds"] >= 1  # --local-finish 0: the rounds are partitioned ones
     assert rows[0]["ids_hash"] == int(np.bitwise_xor.reduce(exp * 2654435761 % 2**61))
     printed = capsys.readouterr().out
     assert "P=   3" in printed and "tasks" in printed and "dask alone" in printed

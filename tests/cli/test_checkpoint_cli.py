@@ -93,11 +93,11 @@ def _kill_when(argv, cwd, ready, timeout=600):
     return _saved(os.path.join(cwd, ck))
 
 
-def _expected(seed):
-    """The forest of ``GRAPH`` (with ``seed``) by the naive Kruskal."""
+def _expected(seed, scale=16):
+    """The forest of ``GRAPH`` (with ``seed``, ``scale``) by the naive Kruskal."""
     import mst_dist
 
-    return expected(mst_dist.generate("rmat", scale=16, seed=seed))
+    return expected(mst_dist.generate("rmat", scale=scale, seed=seed))
 
 
 MODES = {
@@ -130,7 +130,8 @@ def test_killed_run_resumes_to_the_same_forest(tmp_path, mode):
 def test_checkpoint_of_another_graph_refused_then_started_over(tmp_path):
     argv = ["run", *GRAPH, "--local-finish", "0", "--checkpoint", "ck", "-q"]
     _kill_when(argv, str(tmp_path), lambda s: s["round"] >= 1)
-    other = ["run", "--generate", "rmat", "--scale", "16", "--seed", "2", "--local-finish", "0",
+    # another graph (a smaller one: the run started over is solved whole)
+    other = ["run", "--generate", "rmat", "--scale", "12", "--seed", "2", "--local-finish", "0",
              "--checkpoint", "ck", "-q", "-o", "other.npz"]
     refused = run_cli(*other, cwd=tmp_path)
     assert refused.returncode == 2
@@ -139,4 +140,4 @@ def test_checkpoint_of_another_graph_refused_then_started_over(tmp_path):
     assert "Traceback" not in refused.stderr
     fresh = run_cli(*other, "--no-resume", cwd=tmp_path)
     assert fresh.returncode == 0, fresh.stderr
-    assert_forest_file(tmp_path / "other.npz", _expected(2))
+    assert_forest_file(tmp_path / "other.npz", _expected(2, scale=12))

@@ -24,7 +24,7 @@ MANAGER_OFF = {**{f"distributed.worker.memory.{k}": False for k in ("target", "s
 
 #: The graphs: 4,096 vertices streamed (about 200 KiB on a worker of 180 KiB, whatever its threads), 4,096
 #: resident (128 KiB of per-vertex state).
-STREAMED = ("--generate", "rmat", "--scale", "12", "--edge-factor", "4", "--seed", "1")
+STREAMED = ("--generate", "rmat", "--scale", "12", "--edge-factor", "2", "--seed", "1")
 RESIDENT = ("--generate", "rmat", "--scale", "12", "--edge-factor", "4", "--seed", "2")
 
 

@@ -5,6 +5,9 @@ import pytest
 from mst_dist.clustering import knn_graph
 from mst_dist.clustering.neighbours import knn_recall
 
+# one process for the module: its first test compiles the kernels (every metric), the others reuse them
+pytestmark = pytest.mark.xdist_group("tests/clustering/test_nndescent.py")
+
 
 # ---------------------------------------------------------------------------
 # brute force in NumPy
