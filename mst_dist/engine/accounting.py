@@ -134,19 +134,20 @@ def take_tally(dask_worker, token):
     return {at[1:]: tally.received.pop(at) for at in [a for a in tally.received if a[0] == token]}
 
 
-def exact_bytes(client, rounds, token, n_workers):
+def exact_bytes(client, rounds, token, n_workers, tallies=None):
     """Replace the rounds' estimated bytes moved by what the workers received for each round (in place),
-    and give each round those bytes per phase of the tasks that received them (``phase_bytes``)."""
+    and give each round those bytes per phase of the tasks that received them (``phase_bytes``).
+    ``tallies``: each worker's :func:`take_tally`, where already taken (``None``: taken here)."""
     if n_workers < 2:
         for r in rounds:
             r.bytes_moved = 0  # one worker: nothing crosses a worker boundary
         return
     try:
-        tallies = client.run(take_tally, token=token)
+        tallies = client.run(take_tally, token=token) if tallies is None else tallies
     except Exception:  # pragma: no cover - a worker gone as the run ended
         logger.debug("no transfer tallies: bytes moved stay estimates", exc_info=True)
         return
-    if any(t is None for t in tallies.values()):
+    if not tallies or any(t is None for t in tallies.values()):
         return  # a worker without the tally (registration refused): the estimates stay
     per_round = {}
     for counts in tallies.values():

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 import logging
 import threading
 
@@ -75,11 +76,16 @@ class ScratchPlugin(WorkerPlugin):
         fit_arena(worker)
 
 
+@functools.cache
+def _libc():
+    """The C library, looked for once a process (``find_library`` runs ``ldconfig``: a subprocess each call)."""
+    return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+
+
 def _malloc_trim():
     """Give the C heap's free memory back to the system (glibc); ``False`` where there is no ``malloc_trim``."""
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        return bool(libc.malloc_trim(0))
+        return bool(_libc().malloc_trim(0))
     except (OSError, AttributeError):  # not glibc
         return False
 

@@ -152,8 +152,8 @@ class Run:
             labels, n_components = self.store.write_labels(st, lab_f)
         stats.finish_seconds = time.perf_counter() - self._t_finish
         stats.total_seconds = time.perf_counter() - self.t_start
-        self._clean_up()
-        accounting.exact_bytes(self.client, stats.rounds, self.token, self.cluster.n_workers)
+        tallies = self._clean_up()
+        accounting.exact_bytes(self.client, stats.rounds, self.token, self.cluster.n_workers, tallies=tallies)
         accounting.settle_overlaps(stats.rounds)
         self.events.publish("run-end", total_seconds=stats.total_seconds, n_rounds=stats.n_rounds,
                             forest_edges=n_forest, n_components=int(n_components),
@@ -193,19 +193,32 @@ class Run:
                             partitions=len(self.ranges), workers=list(self.cluster.workers), time=self.wall_start,
                             kind=self.kind)
 
-    def release_scratch(self, delay=None):
-        """Release the CPU kernels' scratch on the workers (see :func:`~mst_dist.engine.scratch.release_scratch`)."""
+    def release_scratch(self, delay=None, tally=False):
+        """Release the CPU kernels' scratch on the workers (see :func:`~mst_dist.engine.scratch.release_scratch`);
+        with ``tally``, in the same call to every worker, take the bytes each received for the run
+        (:func:`~mst_dist.engine.accounting.take_tally`) and return them (``None`` where it failed)."""
         try:
+            if tally:
+                return self.client.run(_run_ended, delay, self.token)
             self.client.run(release_scratch, delay)
         except Exception:  # a worker gone since: its memory went with it
             logger.debug("could not release the workers' scratch memory", exc_info=True)
+        return None
 
     def _clean_up(self):
-        """A worker's memory after a run is back near where it began."""
+        """A worker's memory after a run is back near where it began; the bytes each worker received for the
+        run, taken in the same call (``None``: not taken)."""
         gpu_workers = [w for w, k in self.cluster.kinds.items() if k == "gpu"]
         if gpu_workers:
             try:
                 self.client.run(tasks.forget_device_maps, workers=gpu_workers)
             except Exception:  # a worker gone since: its memory went with it
                 logger.debug("could not free the round maps on the GPU workers", exc_info=True)
-        self.release_scratch()
+        return self.release_scratch(tally=self.cluster.n_workers >= 2)
+
+
+def _run_ended(delay, token, dask_worker=None):
+    """On each worker as a run ends: its scratch released (later), the bytes it received for the run
+    handed over."""
+    release_scratch(delay)
+    return accounting.take_tally(dask_worker, token)
