@@ -463,10 +463,18 @@ def test_a_worker_killed_mid_run_then_a_partitioned_run(net, cluster, tmp_path):
 # --------------------------------------------------------------------------
 
 #: The scheduler's identity (its page's JSON) once it lists ``argv[2]`` workers (within 300 s).
-IDENTITY = """import json, sys, time, urllib.request
+# Dask's identity page can answer 500 while a worker is joining or leaving (its handler reads the workers'
+# state as it changes): asked again until the deadline, then the error stands
+IDENTITY = """import json, sys, time, urllib.error, urllib.request
 end = time.monotonic() + 300
 while True:
-    ident = json.load(urllib.request.urlopen(sys.argv[1], timeout=30))
+    try:
+        ident = json.load(urllib.request.urlopen(sys.argv[1], timeout=30))
+    except urllib.error.HTTPError as e:
+        if e.code != 500 or time.monotonic() > end:
+            raise
+        time.sleep(0.5)
+        continue
     if len(ident["workers"]) >= int(sys.argv[2]) or time.monotonic() > end:
         break
     time.sleep(0.5)
