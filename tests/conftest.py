@@ -1,6 +1,14 @@
 import logging
+import os
 
+import dask
 import pytest
+
+# Dask's sampling profiler off in the tests' workers, here and in the processes they start: on Python 3.11
+# its thread, walking other threads' frames every 10 ms, can crash a test process with a segmentation fault
+# (no test reads its profiles)
+os.environ["DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED"] = "False"
+dask.config.set({"distributed.worker.profile.enabled": False})
 
 from mst_dist import config as mst_config
 
