@@ -45,7 +45,8 @@ def contract_locally(store, st, raws, offsets):
     """The chunks ``raws`` prepared for the first partitioned round, after local contraction where it is on.
 
     ``store``: the run's :class:`~mst_dist.engine.runs.ranges.VertexRanges`
-    (its chunks pinned); ``st``: the solve's state.  Returns the first
+    (its chunks pinned); ``st``: the solve's state, its ``edges_left`` set
+    to the edges the first round starts with.  Returns the first
     round's :class:`~mst_dist.engine.runs.state.RangedRound`.  The
     contraction, when made, is round ``st.rnd`` (mode
     ``"local-contraction"`` in the stats).
@@ -73,7 +74,8 @@ def contract_locally(store, st, raws, offsets):
         estimate = sum(i for i, _ in probed) * PROBE_STEP
         run.stats.vertex_partition.update(interior_estimate=int(estimate), local_contraction=False)
         if estimate < AUTO_SHARE * n:
-            return _uncontracted(store, loaded, labels, bounds, sum(e for _, e in probed))
+            st.edges_left = sum(e for _, e in probed)
+            return _uncontracted(store, loaded, labels, bounds)
     touched = store.exchange(Step.TOUCH, rnd, loaded, labels, split=split, serve=ranged.serve_touch,
                             assemble=ranged.interior_of, pins=store.pins)
     J = len(touched)
@@ -86,7 +88,8 @@ def contract_locally(store, st, raws, offsets):
     interior, edges_before = sum(counted[:J]), sum(counted[J:])
     run.stats.vertex_partition.update(interior_vertices=int(interior), local_contraction=False)
     if not interior:
-        return _uncontracted(store, touched, labels, bounds, edges_before)
+        st.edges_left = edges_before
+        return _uncontracted(store, touched, labels, bounds)
     run.events.emit(round=rnd, phase=Phase.LOCAL_CONTRACTION, components=n, edges=edges_before)
     groups = by_worker(store.pins)
     with Batch(c) as b:
@@ -110,12 +113,12 @@ def contract_locally(store, st, raws, offsets):
                  for i, m in enumerate(contracted)]
     end_round(store, st, "local-contraction", (t0, t_contract), (n, n_next), nxt.mapped, found,
               edges_before=edges_before, ranges=bounds.shape[0] - 1)
-    nxt.finished, nxt.edges = finished, st.edges_left
+    nxt.finished = finished
     return nxt
 
 
-def _uncontracted(store, loaded, labels, bounds, edges):
-    """No contraction: the chunks as loaded (``edges`` of them), mapped for the first round only if one
-    comes (:func:`~mst_dist.engine.runs.ranged_rounds.solve_rounds`)."""
+def _uncontracted(store, loaded, labels, bounds):
+    """No contraction: the chunks as loaded, mapped for the first round only if one comes
+    (:func:`~mst_dist.engine.runs.ranged_rounds.solve_rounds`)."""
     return RangedRound(mapped=list(loaded), labels=labels, bounds=bounds, n_comp=store.run.g.n_vertices,
-                       edges=int(edges), unmapped=True, identity=True)
+                       loaded=True)

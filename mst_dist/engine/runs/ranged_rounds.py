@@ -58,16 +58,15 @@ def first_round(store, e) -> RangedRound:
                   for i, (raw, off) in enumerate(zip(e.raws, e.offsets))]
         labels = [b.submit(ranged.first_labels, int(lo), int(hi), key=run.builder.key(Step.LABELS_INIT, 0, r),
                            **lpins[r]) for r, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:]))]
-    return RangedRound(mapped=loaded, labels=labels, bounds=bounds, n_comp=n, unmapped=True, identity=True)
+    return RangedRound(mapped=loaded, labels=labels, bounds=bounds, n_comp=n, loaded=True)
 
 
-def map_loaded(store, rnd, rr: RangedRound):
+def map_chunks(store, rnd, rr: RangedRound):
     """The chunks of ``rr`` as loaded, mapped for its first round (their candidates cut by its ranges)."""
     with Batch(store.run.client) as b:
         rr.mapped = [b.submit(ranged.map_loaded, m, rr.bounds, key=store.run.builder.key(Step.PREPARE, rnd, i),
                               **store.pins[i])
                      for i, m in enumerate(rr.mapped)]
-    rr.unmapped = False
 
 
 def resumed_round(store, sub, saved, e) -> RangedRound:
@@ -101,8 +100,8 @@ def solve_rounds(store, sub: SolveState, rr: RangedRound, after=None):
     ``after(sub, rr)`` after each (a checkpoint).  ``rr`` moves on in place: what a round replaces is let
     go as soon as the round is made, by the caller too."""
     while store.more(rr.n_comp, sub.edges_left):
-        if rr.unmapped:
-            map_loaded(store, sub.rnd, rr)
+        if rr.loaded:
+            map_chunks(store, sub.rnd, rr)  # the round replaces rr: loaded is False after it
         nxt = ranged_round(store, sub, rr)
         for f in dataclasses.fields(rr):
             setattr(rr, f.name, getattr(nxt, f.name))
@@ -243,7 +242,7 @@ def finish_rounds(store, sub: SolveState, rr: RangedRound, canonical=False):
 
     ``canonical``: the labels are wanted numbered by each component's
     smallest vertex.  Where the base case takes the original vertex ids
-    (``rr.identity``), it numbers them so itself and ``count`` is a future of
+    (``rr.loaded``), it numbers them so itself and ``count`` is a future of
     the components' count; else ``count`` is ``None`` and the labels hold
     finished ids (:func:`canonical_labels` numbers them).
     """
@@ -251,7 +250,7 @@ def finish_rounds(store, sub: SolveState, rr: RangedRound, canonical=False):
     labels, base, count = rr.labels, [], None
     if rr.n_comp > 0:
         sub.n_comp = rr.n_comp
-        labels, base, count = base_case(store, sub, rr, canonical=canonical and rr.identity)
+        labels, base, count = base_case(store, sub, rr, canonical=canonical and rr.loaded)
     with Batch(store.run.client) as b:
         forest = [b.submit(ranged.forest_of, m, *([base[j]] if base else []),
                            key=store.run.builder.key(Step.FOREST, sub.rnd, j), **store.pins[j])

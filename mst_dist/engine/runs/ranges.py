@@ -165,13 +165,14 @@ class VertexRanges(VertexStore):
         spec = run.spec
         if saved is not None:
             rr = resumed_round(self, sub, saved, e)
+            sub.edges_left = count_edges(self, sub.rnd, rr.mapped)
         elif spec.local_contraction == "always" or (spec.local_contraction == "auto" and n > self.vertex_base):
-            rr = contract_locally(self, sub, e.raws, e.offsets)
+            rr = contract_locally(self, sub, e.raws, e.offsets)  # counts the edges as it goes (sub.edges_left)
             if sub.rnd and run.ckpt is not None:
                 self._save(sub, rr)
         else:
             rr = first_round(self, e)
-        sub.edges_left = rr.edges if rr.edges is not None else count_edges(self, sub.rnd, rr.mapped)
+            sub.edges_left = count_edges(self, sub.rnd, rr.mapped)
         run.stats.setup_seconds = time.perf_counter() - run.t_start
         sub.t_solve = time.perf_counter()
         solve_rounds(self, sub, rr, after=None if run.ckpt is None else self._save)

@@ -110,11 +110,7 @@ class RangedRound:
     #: the round maps the labels have not followed yet, ``(per range: future of the map, the round's bounds)``
     #: each, in round order (:func:`~mst_dist.engine.runs.ranged_rounds.settle_labels`)
     pending: list = field(default_factory=list)
-    #: the edges left in ``mapped``, where counted as they were made (``None``: not counted yet)
-    edges: int | None = None
-    #: ``mapped`` holds the chunks as loaded, not yet mapped for a round (nothing asked for their candidates
-    #: yet: a run that goes straight to the base case never maps them)
-    unmapped: bool = False
-    #: every vertex is still its own component under its own id (no round or contraction has run): the base
-    #: case then numbers the labels canonically itself
-    identity: bool = False
+    #: ``mapped`` holds the chunks as loaded: no round or contraction has run, every vertex is its own
+    #: component under its own id.  The chunks are mapped for a round only when one comes (a run that goes
+    #: straight to the base case never maps them), and the base case then numbers the labels itself
+    loaded: bool = False
