@@ -56,27 +56,69 @@ def test_without_reuse_a_fresh_process_prints_nothing_either():
     assert proc.stdout == "" and proc.stderr == ""
 
 
-#: A process whose package folder cannot hold Numba's cache (as a read-only install): Numba's
-#: in-tree locator is refused, so the user's cache folder ($XDG_CACHE_HOME) must take the kernels.
+#: Put on PYTHONPATH, this makes every interpreter a read-only install (the compile processes a
+#: run starts included): Numba's in-tree locator is refused, so the user's cache folder
+#: ($XDG_CACHE_HOME) must take the kernels.
+_READ_ONLY_SITECUSTOMIZE = """
+from numba.core import caching
+caching.InTreeCacheLocator.from_function = classmethod(lambda cls, f, p: None)
+"""
+
+#: A run on a read-only install; it also records how the compile step was split over processes:
+#: what the engine's split returned, and which kernels of the one-worker path this process compiled
+#: and which it loaded (from what the other process compiled) while the step ran.  The raw-edge
+#: group's witnesses are its slices and rows: the graph's own validation compiles the validation
+#: kernel here before the run, so that one is in memory before the step.
 _READ_ONLY_INSTALL = """
-    import json, sys
-    from numba.core import caching
-    caching.InTreeCacheLocator.from_function = classmethod(lambda cls, f, p: None)
+    import json, os
     import numpy as np
     import mst_dist
     from mst_dist.engine import warmup
-    events = []
+    from mst_dist.kernels.cpu import finish, slicing, solve
+    kernels = {"slice": slicing._mark, "rows": finish._take_rows, "map": solve._p_best,
+               "contract": solve._p_reduce_contract}
+    split = {}
+    split_over_processes = warmup._compile_in_processes
+
+    def counted(jobs):
+        split["jobs"], split["procs"] = jobs, split_over_processes(jobs)
+        return split["procs"]
+
+    warmup._compile_in_processes = counted
+    events, at_start = [], {}
+
+    def seen(event):
+        events.append(event)
+        if event.get("phase") != "compile":
+            return
+        counts = {k: (sum(d.stats.cache_misses.values()), sum(d.stats.cache_hits.values()))
+                  for k, d in kernels.items()}
+        if not event.get("done"):
+            at_start.update(counts)
+        else:
+            split["compiled_here"] = {k: counts[k][0] - at_start[k][0] for k in kernels}
+            split["loaded_here"] = {k: counts[k][1] - at_start[k][1] for k in kernels}
+
     g = mst_dist.Graph.from_arrays([0, 1, 2, 0], [1, 2, 0, 3], np.array([4, 1, 2, 7], np.int64))
-    res = mst_dist.minimum_spanning_forest(g, progress=events.append)
-    print(json.dumps({"ids": res.edge_ids.tolist(), "cache": warmup.cache_dir(),
-                      "compile": [e for e in events if e.get("phase") == "compile"]}))
+    res = mst_dist.minimum_spanning_forest(g, progress=seen)
+    print(json.dumps({"ids": res.edge_ids.tolist(), "cache": warmup.cache_dir(), "cores": os.cpu_count(),
+                      "compile": [e for e in events if e.get("phase") == "compile"], "split": split}))
 """
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
 def test_first_run_compiles_as_a_step_into_a_per_user_cache_that_persists(tmp_path):
-    env = {"XDG_CACHE_HOME": str(tmp_path / "cache"), "NUMBA_CACHE_DIR": ""}
+    """The first run compiles as a step, split over processes, into the user's cache; the next loads it.
+
+    The one cold compile of this module: it also shows the groups of the one-worker path compiling
+    at once, one in a process of its own, one in the run's process.
+    """
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(_READ_ONLY_SITECUSTOMIZE)
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache"), "NUMBA_CACHE_DIR": "",
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))}
     first = _python(_READ_ONLY_INSTALL, env=env, timeout=1700)
     assert first.returncode == 0, first.stderr
     out = json.loads(first.stdout)
@@ -91,6 +133,17 @@ def test_first_run_compiles_as_a_step_into_a_per_user_cache_that_persists(tmp_pa
     assert second.returncode == 0, second.stderr
     again = json.loads(second.stdout)
     assert again["ids"] == [1, 2, 3] and again["cache"] == out["cache"] and again["compile"] == []
+    assert again["split"] == {}
+    # the first compilation was split over processes
+    split = out["split"]
+    if out["cores"] < 2:
+        needs.unavailable("one core: the kernels compile in the calling process, nothing to split")
+    assert split["jobs"] == [["int64", "local"]]
+    assert len(warmup.GROUPS["local"]) == 2 and split["procs"] == 1
+    # the raw-edge group compiled in the other process (into the same per-user cache), loaded here;
+    # the solve group compiled here
+    assert split["compiled_here"] == {"slice": 0, "rows": 0, "map": 1, "contract": 1}, split
+    assert split["loaded_here"]["slice"] >= 1 and split["loaded_here"]["rows"] >= 1, split
 
 
 def test_kernel_cache_dir_falls_back_to_a_per_user_temporary_folder(monkeypatch, tmp_path):
@@ -169,31 +222,3 @@ def test_compile_step_on_the_terminal():
     live(end)
     text = console.export_text()
     assert "kernels compiled (once after install) in 3.2 s" in text
-
-
-_SPLIT_COMPILE = """
-import json, os
-from mst_dist.engine import warmup
-from mst_dist.kernels.cpu import chunk, slicing, solve
-
-procs = warmup._compile_in_processes([("int64", "local")])
-warmup.warm(("int64",), parts=("local",))
-kernels = {"validation": chunk._first_invalid, "slice": slicing._mark, "map": solve._p_best,
-           "contract": solve._p_reduce_contract}
-print(json.dumps({"procs": procs, "cores": os.cpu_count(),
-                  "compiled_here": {k: sum(d.stats.cache_misses.values()) for k, d in kernels.items()},
-                  "loaded_here": {k: sum(d.stats.cache_hits.values()) for k, d in kernels.items()}}))
-"""
-
-
-def test_first_compilation_is_split_over_processes(tmp_path):
-    """The groups of the one-worker path compile at once: one in a process of its own, one here."""
-    res = _python(_SPLIT_COMPILE, env={"NUMBA_CACHE_DIR": str(tmp_path / "numba")}, timeout=1200)
-    assert res.returncode == 0, res.stderr
-    out = json.loads(res.stdout)
-    if out["cores"] < 2:
-        needs.unavailable("one core: the kernels compile in the calling process, nothing to split")
-    assert len(warmup.GROUPS["local"]) == 2 and out["procs"] == 1
-    # the raw-edge group compiled in the other process, loaded here; the solve group compiled here
-    assert out["compiled_here"] == {"validation": 0, "slice": 0, "map": 1, "contract": 1}, out
-    assert out["loaded_here"]["validation"] >= 1 and out["loaded_here"]["slice"] >= 1, out
