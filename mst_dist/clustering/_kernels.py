@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 from llvmlite import ir
-from numba import njit, types
+from numba import njit, prange, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
@@ -353,25 +353,50 @@ def boruvka_levels(n, src, dst, rank):
     return out
 
 
-@njit(nogil=True, cache=True)
+@njit(parallel=True, cache=True)
 def nearest(n, src, dst, weight, k, both):
     """Each vertex's ``k`` nearest distinct neighbours along its edges: ``(d, nb)``, both ``(n, k)``.
 
     Row ``v`` holds the least weights to ``v``'s nearest neighbours,
-    ascending (``inf``, neighbour ``-1``, where fewer than ``k``).  Edges
-    count for both ends (``both``) or for ``src`` only (lists of candidates
-    being merged).  Self-loops are skipped; parallel edges count once
-    (their least weight).
+    ascending (``inf``, neighbour ``-1``, where fewer than ``k``; of equal
+    weights the edge given first).  Edges count for both ends (``both``) or
+    for ``src`` only (lists of candidates being merged).  Self-loops are
+    skipped; parallel edges count once (their least weight).  The edges are
+    first bucketed by vertex (in edge order), then the vertices' rows are
+    filled in parallel.
     """
+    m = src.shape[0]
+    start = np.zeros(n + 1, np.int64)
+    for e in range(m):
+        a, b = src[e], dst[e]
+        if both:
+            if a == b:  # (lists being merged hold no self-loop, and their ids are not comparable)
+                continue
+            start[b + 1] += 1
+        start[a + 1] += 1
+    for v in range(n):
+        start[v + 1] += start[v]
+    fill = start[:n].copy()
+    # each vertex's neighbours and weights, in edge order (read in order below, not gathered)
+    other = np.empty(start[n], np.int64)
+    ws = np.empty(start[n], np.float64)
+    for e in range(m):
+        a, b = src[e], dst[e]
+        if both and a == b:
+            continue
+        other[fill[a]] = b
+        ws[fill[a]] = weight[e]
+        fill[a] += 1
+        if both:
+            other[fill[b]] = a
+            ws[fill[b]] = weight[e]
+            fill[b] += 1
     d = np.full((n, k), np.inf)
     nb = np.full((n, k), -1, dtype=np.int64)
-    for e in range(src.shape[0]):
-        a, b = src[e], dst[e]
-        if both and a == b:  # (lists being merged hold no self-loop, and their ids are not comparable)
-            continue
-        w = np.float64(weight[e])
-        for t in range(2 if both else 1):
-            v, u = (a, b) if t == 0 else (b, a)
+    for v in prange(n):
+        for s in range(start[v], start[v + 1]):
+            u = other[s]
+            w = ws[s]
             # already one of v's k nearest? keep the lesser weight
             j = -1
             for i in range(k):
@@ -399,7 +424,7 @@ def nearest(n, src, dst, weight, k, both):
     return d, nb
 
 
-@njit(nogil=True, cache=True)
+@njit(parallel=True, cache=True)
 def core_distances(n, src, dst, weight, k):
     """Distance of each vertex to its ``k``-th nearest distinct neighbour along its edges.
 
@@ -411,7 +436,7 @@ def core_distances(n, src, dst, weight, k):
     if k <= 0:
         return out
     d, _ = nearest(n, src, dst, weight, k, True)
-    for v in range(n):
+    for v in prange(n):
         out[v] = d[v, k - 1]
     return out
 

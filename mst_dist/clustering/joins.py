@@ -19,8 +19,9 @@ order, so the rounds never close a cycle.
 """
 from __future__ import annotations
 
+import numba
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from mst_dist.clustering._kernels import _find
 
@@ -123,49 +124,107 @@ def _better(w, a, b, bw, ba, bb):
 
 
 @njit(nogil=True, cache=True)
-def _round(X, core, comp, ncomp, tree, node_core):
-    """Each component's lightest edge to another: ``(u, v, w)`` arrays of length ``ncomp``."""
+def _search_from(X, core, comp, tree, node_core, node_comp, u, stack, bw, bu, bv):
+    """Improve component ``comp[u]``'s best edge (``bw``, ``bu``, ``bv`` at it) with the edges out of point ``u``."""
     order, start, end, left, right, lo, hi, nodes = tree
-    node_comp = _node_comp(order, start, end, left, right, nodes, comp)
-    bw = np.full(ncomp, np.inf)
-    bu = np.full(ncomp, -1, np.int64)
-    bv = np.full(ncomp, -1, np.int64)
-    stack = np.empty(nodes + 1, np.int64)
-    for t in range(order.shape[0]):
-        u = order[t]
-        c = comp[u]
-        if core[u] > bw[c]:
+    c = comp[u]
+    stack[0] = 0
+    top = 1
+    while top:
+        top -= 1
+        i = stack[top]
+        if node_comp[i] == c:
             continue
-        top = 0
-        stack[0] = 0
-        top = 1
-        while top:
-            top -= 1
-            i = stack[top]
-            if node_comp[i] == c:
+        if max(core[u], node_core[i], _box_dist(X, u, lo, hi, i)) > bw[c]:
+            continue
+        if left[i] >= 0:
+            a, b = left[i], right[i]
+            if _box_dist(X, u, lo, hi, a) > _box_dist(X, u, lo, hi, b):
+                a, b = b, a
+            stack[top] = b
+            stack[top + 1] = a  # the nearer child first
+            top += 2
+            continue
+        for s in range(start[i], end[i]):
+            v = order[s]
+            if comp[v] == c:
                 continue
-            if max(core[u], node_core[i], _box_dist(X, u, lo, hi, i)) > bw[c]:
-                continue
-            if left[i] >= 0:
-                a, b = left[i], right[i]
-                if _box_dist(X, u, lo, hi, a) > _box_dist(X, u, lo, hi, b):
-                    a, b = b, a
-                stack[top] = b
-                stack[top + 1] = a  # the nearer child first
-                top += 2
-                continue
-            for s in range(start[i], end[i]):
-                v = order[s]
-                if comp[v] == c:
+            d = 0.0
+            for k in range(X.shape[1]):
+                g = X[u, k] - X[v, k]
+                d += g * g
+            w = max(core[u], core[v], np.sqrt(d))
+            if _better(w, min(u, v), max(u, v), bw[c], min(bu[c], bv[c]), max(bu[c], bv[c])):
+                bw[c], bu[c], bv[c] = w, u, v
+
+
+#: points one thread searches from in a row (consecutive in tree order: near points, shared nodes)
+SEARCH_BLOCK = 4096
+
+
+@njit(parallel=True, cache=True)
+def _round(X, core, comp, ncomp, tree, node_core, threads):
+    """Each component's lightest edge to another: ``(u, v, w)`` arrays of length ``ncomp``.
+
+    The points are searched from in blocks dealt round-robin to ``threads``
+    workers; each keeps its own best per component (a bound for its later
+    searches), and the bests are merged by the one strict order, so the
+    result does not depend on the threads.
+    """
+    order = tree[0]
+    nodes = tree[7]
+    node_comp = _node_comp(order, tree[1], tree[2], tree[3], tree[4], nodes, comp)
+    bw = np.full((threads, ncomp), np.inf)
+    bu = np.full((threads, ncomp), -1, np.int64)
+    bv = np.full((threads, ncomp), -1, np.int64)
+    n = order.shape[0]
+    blocks = (n + SEARCH_BLOCK - 1) // SEARCH_BLOCK
+    depth = 0
+    while (1 << depth) < nodes + 1:
+        depth += 1
+    for me in prange(threads):
+        tw, tu, tv = bw[me], bu[me], bv[me]
+        stack = np.empty(4 * depth + 64, np.int64)
+        for b in range(me, blocks, threads):
+            for t in range(b * SEARCH_BLOCK, min(n, (b + 1) * SEARCH_BLOCK)):
+                u = order[t]
+                if core[u] > tw[comp[u]]:
                     continue
-                d = 0.0
-                for k in range(X.shape[1]):
-                    g = X[u, k] - X[v, k]
-                    d += g * g
-                w = max(core[u], core[v], np.sqrt(d))
-                if _better(w, min(u, v), max(u, v), bw[c], min(bu[c], bv[c]), max(bu[c], bv[c])):
-                    bw[c], bu[c], bv[c] = w, u, v
-    return bu, bv, bw
+                _search_from(X, core, comp, tree, node_core, node_comp, u, stack, tw, tu, tv)
+    for c in prange(ncomp):
+        for me in range(1, threads):
+            if bu[me, c] >= 0 and (bu[0, c] < 0 or _better(bw[me, c], min(bu[me, c], bv[me, c]),
+                                                          max(bu[me, c], bv[me, c]), bw[0, c],
+                                                          min(bu[0, c], bv[0, c]), max(bu[0, c], bv[0, c]))):
+                bw[0, c], bu[0, c], bv[0, c] = bw[me, c], bu[me, c], bv[me, c]
+    return bu[0], bv[0], bw[0]
+
+
+@njit(nogil=True, cache=True)
+def _merge(comp, ncomp, bu, bv):
+    """Join each component to its best edge's other end: the edges taken ``(u, v)`` and the new components."""
+    parent = np.arange(ncomp)
+    us = np.empty(ncomp, np.int64)
+    vs = np.empty(ncomp, np.int64)
+    taken = 0
+    for c in range(ncomp):
+        a, b = _find(parent, comp[bu[c]]), _find(parent, comp[bv[c]])
+        if a != b:
+            parent[max(a, b)] = min(a, b)
+            us[taken], vs[taken] = bu[c], bv[c]
+            taken += 1
+    label = np.full(ncomp, -1, np.int64)
+    count = 0
+    for c in range(ncomp):  # roots numbered in order: a root is the least member of its set
+        r = _find(parent, c)
+        if label[r] < 0:
+            label[r] = count
+            count += 1
+        label[c] = label[r]
+    out = np.empty(comp.shape[0], np.int64)
+    for i in range(comp.shape[0]):
+        out[i] = label[comp[i]]
+    return us[:taken], vs[:taken], out, count
 
 
 def _rounds(X, core, comp):
@@ -176,21 +235,16 @@ def _rounds(X, core, comp):
     node_core = _node_core(*tree[:5], tree[7], core)
     us, vs = [], []
     _, comp = np.unique(comp, return_inverse=True)
+    comp = comp.astype(np.int64)
     ncomp = int(comp.max()) + 1 if comp.shape[0] else 0
     while ncomp > 1:
-        bu, bv, _ = _round(X, core, comp, ncomp, tree, node_core)
-        parent = np.arange(ncomp)
-        for c in range(ncomp):
-            a, b = _find(parent, comp[bu[c]]), _find(parent, comp[bv[c]])
-            if a != b:
-                parent[max(a, b)] = min(a, b)
-                us.append(bu[c])
-                vs.append(bv[c])
-        roots = np.array([_find(parent, c) for c in range(ncomp)])
-        _, roots = np.unique(roots, return_inverse=True)
-        comp = roots[comp]
-        ncomp = int(comp.max()) + 1
-    return np.array(us, dtype=np.int64), np.array(vs, dtype=np.int64)
+        bu, bv, _ = _round(X, core, comp, ncomp, tree, node_core, numba.get_num_threads())
+        u, v, comp, ncomp = _merge(comp, ncomp, bu, bv)
+        us.append(u)
+        vs.append(v)
+    if not us:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return np.concatenate(us), np.concatenate(vs)
 
 
 def join_components(X, core, src, dst):

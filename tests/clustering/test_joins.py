@@ -50,3 +50,28 @@ def test_joins_connect_a_knn_graph_by_the_lightest_edges_between_its_parts():
     assert sorted(weight(X, core, u, v)) == pytest.approx(sorted(weight(X, core, eu[crossing], ev[crossing])))
     connected = join_components(X, core, np.arange(119), np.arange(1, 120))
     assert connected[0].shape[0] == 0
+
+
+def test_the_rounds_give_the_same_edges_on_one_thread_and_on_all():
+    """Blocks of points searched on several threads, each with its own bests: the same tree, ties included."""
+    import numba
+
+    from mst_dist.clustering.joins import SEARCH_BLOCK
+
+    rng = np.random.default_rng(5)
+    n = 3 * SEARCH_BLOCK + 17
+    X = np.round(np.r_[rng.normal(size=(n - n // 3, 3)), rng.normal(8, 0.5, size=(n // 3, 3))], 1)  # many ties
+    core = np.round(rng.random(n) * 0.05, 2)
+    # a graph of one part (a star on every third point) and single points
+    leaves = np.arange(3, n, 3)
+    src, dst = leaves, np.zeros_like(leaves)
+    threads = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        tree_one, joins_one = exact_tree(X, core), join_components(X, core, src, dst)
+    finally:
+        numba.set_num_threads(threads)
+    tree_all, joins_all = exact_tree(X, core), join_components(X, core, src, dst)
+    assert tree_one[0].shape[0] == n - 1 and joins_one[0].shape[0] == n - 1 - leaves.shape[0]
+    for a, b in ((tree_one, tree_all), (joins_one, joins_all)):
+        assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
