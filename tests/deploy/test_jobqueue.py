@@ -6,6 +6,7 @@ import shutil
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import dask.config
 import pytest
@@ -196,7 +197,9 @@ def slurm(tmp_path_factory):
     mem_mb = int(open("/proc/meminfo").read().split()[1]) // 1024 // 2
     conf = d / "slurm.conf"
     # cred_expire: a requeued job may start again that many seconds after its requeue (SLURM's
-    # default, 120 s, would be most of the requeue test's time)
+    # default, 120 s, would be most of the requeue test's time); bf_interval and sched_interval: the
+    # schedulers look at the queue every second, so a job starts once it may (a requeued job's start
+    # time passing wakes no scheduler: SLURM's defaults, 30 and 60 s, would leave it waiting)
     conf.write_text(f"""ClusterName=msttest
 SlurmctldHost={node}
 SlurmctldPort={_free_port()}
@@ -211,6 +214,7 @@ TaskPlugin=task/none
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
 SchedulerType=sched/backfill
+SchedulerParameters=bf_interval=1,sched_interval=1
 StateSaveLocation={d}/state
 SlurmdSpoolDir={d}/spool
 SlurmctldPidFile={d}/slurmctld.pid
@@ -315,12 +319,15 @@ def test_requeue_job_script_goes_on_from_its_checkpoint(tmp_path, slurm):
     held = json.loads(manifest.read_text())["round"]
     sig = subprocess.run(["scancel", "--signal=USR1", "--batch", job], env=env, capture_output=True, text=True)
     assert sig.returncode == 0, sig.stderr
-    deadline = time.monotonic() + 420
-    while state():  # requeued, started again, finished
-        assert time.monotonic() < deadline, log.read_text()
-        time.sleep(0.5)
-    text = log.read_text()
-    assert "requeueing job" in text and "start 1" in text, text
-    assert_forest_file(tmp_path / "forest.npz", expected(mst_dist.generate("rmat", scale=16, seed=1)))
+    # the expected forest worked out while the requeued job waits out its credentials' lifetime
+    with ThreadPoolExecutor(1) as pool:
+        want = pool.submit(expected, mst_dist.generate("rmat", scale=16, seed=1))
+        deadline = time.monotonic() + 420
+        while state():  # requeued, started again, finished
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.5)
+        text = log.read_text()
+        assert "requeueing job" in text and "start 1" in text, text
+        assert_forest_file(tmp_path / "forest.npz", want.result())
     rep = json.loads((tmp_path / f"mst-dist-{job}.json").read_text())
     assert rep["stats"]["resumed_from"] >= held
