@@ -24,6 +24,7 @@ import numpy as np
 from numba import njit, prange
 
 from mst_dist.clustering._kernels import _find
+from mst_dist.clustering._neighbours_kernels import _select
 
 __all__ = ["join_components", "exact_tree", "LEAF_SIZE"]
 
@@ -67,9 +68,13 @@ def build(X, leaf_size):
         dim = np.argmax(hi[i] - lo[i])
         if hi[i, dim] <= lo[i, dim]:
             continue  # every point the same: a leaf, however many
-        part = order[s:e]
-        order[s:e] = part[np.argsort(X[part, dim])]
         m = (s + e) // 2
+        keys = np.empty(e - s)
+        for t in range(s, e):
+            keys[t - s] = X[order[t], dim]
+        part = order[s:e].copy()
+        _select(keys, part, 0, e - s, m - s)  # the lesser half first, the median at m
+        order[s:e] = part
         left[i], right[i] = nodes, nodes + 1
         start[nodes], end[nodes], start[nodes + 1], end[nodes + 1] = s, m, m, e
         stack.append(nodes)
@@ -158,18 +163,81 @@ def _search_from(X, core, comp, tree, node_core, node_comp, u, stack, bw, bu, bv
                 bw[c], bu[c], bv[c] = w, u, v
 
 
+#: components of a round from which on each point's distance to the other parts is bounded by
+#: balls: one per component of that round (a bound costs balls x dimensions a point)
+BALLED_COMPONENTS = 32
+
+
+@njit(parallel=True, cache=True)
+def _balls(X, comp, ncomp):
+    """A ball about each component's mean holding all its points: ``(centre, radius)``."""
+    n, d = X.shape
+    centre = np.zeros((ncomp, d))
+    size = np.zeros(ncomp)
+    for u in range(n):
+        size[comp[u]] += 1
+        for k in range(d):
+            centre[comp[u], k] += X[u, k]
+    for c in range(ncomp):
+        for k in range(d):
+            centre[c, k] /= max(size[c], 1.0)
+    to_centre = np.empty(n)
+    for u in prange(n):
+        q = 0.0
+        for k in range(d):
+            g = X[u, k] - centre[comp[u], k]
+            q += g * g
+        to_centre[u] = np.sqrt(q)
+    radius = np.zeros(ncomp)
+    for u in range(n):
+        radius[comp[u]] = max(radius[comp[u]], to_centre[u])
+    return centre, radius
+
+
+@njit(parallel=True, cache=True)
+def _raise_bounds(X, comp, ball_of, centre, radius, low):
+    """Raise ``low[u]`` to point ``u``'s distance to the nearest ball of points outside its component.
+
+    ``ball_of[u]``: the ball holding point ``u`` (the balls are the
+    components of an earlier round, so each lies in one component now).
+    The distance to a ball, its centre's less its radius, is lowered by a
+    margin above rounding: a bound a hair too high could rule out a pair
+    that wins a tie.
+    """
+    n, d = X.shape
+    balls = radius.shape[0]
+    ball_comp = np.empty(balls, np.int64)
+    for u in range(n):
+        ball_comp[ball_of[u]] = comp[u]
+    for u in prange(n):
+        best = np.inf
+        for b in range(balls):
+            if ball_comp[b] == comp[u]:
+                continue
+            q = 0.0
+            for k in range(d):
+                g = X[u, k] - centre[b, k]
+                q += g * g
+            q = np.sqrt(q)
+            best = min(best, q - radius[b] - 1e-9 * (q + radius[b]))
+        low[u] = max(low[u], best)
+
+
 #: points one thread searches from in a row (consecutive in tree order: near points, shared nodes)
 SEARCH_BLOCK = 4096
 
 
 @njit(parallel=True, cache=True)
-def _round(X, core, comp, ncomp, tree, node_core, threads):
+def _round(X, core, comp, ncomp, tree, node_core, threads, low):
     """Each component's lightest edge to another: ``(u, v, w)`` arrays of length ``ncomp``.
 
-    The points are searched from in blocks dealt round-robin to ``threads``
-    workers; each keeps its own best per component (a bound for its later
-    searches), and the bests are merged by the one strict order, so the
-    result does not depend on the threads.
+    ``low[u]`` bounds the distance of point ``u`` to every point outside
+    its component (:func:`_raise_bounds`; 0: none known).  Where bounds
+    are known the points are searched from least bound first (a
+    component's best comes early, and its points whose bound is above the
+    best need no search), else in the tree's order, in blocks dealt round-robin to ``threads`` workers; each keeps its own best per
+    component (a bound for its later searches), and the bests are merged by
+    the one strict order, so the result does not depend on the threads.
     """
     order = tree[0]
     nodes = tree[7]
@@ -178,17 +246,36 @@ def _round(X, core, comp, ncomp, tree, node_core, threads):
     bu = np.full((threads, ncomp), -1, np.int64)
     bv = np.full((threads, ncomp), -1, np.int64)
     n = order.shape[0]
+    bounded = n > 0 and low.max() > 0.0
+    visit = np.argsort(low, kind="mergesort") if bounded else order
     blocks = (n + SEARCH_BLOCK - 1) // SEARCH_BLOCK
     depth = 0
     while (1 << depth) < nodes + 1:
         depth += 1
+    if bounded:
+        # every component's first point (the nearest to another part) searched here: each thread
+        # starts from those bests, not from none (with the points in this order, one thread's
+        # blocks can hold every point near another part)
+        stack = np.empty(4 * depth + 64, np.int64)
+        seen = np.zeros(ncomp, np.bool_)
+        left_to_see = ncomp
+        for t in range(n):
+            u = visit[t]
+            if not seen[comp[u]]:
+                seen[comp[u]] = True
+                _search_from(X, core, comp, tree, node_core, node_comp, u, stack, bw[0], bu[0], bv[0])
+                left_to_see -= 1
+                if left_to_see == 0:
+                    break
+        for me in range(1, threads):
+            bw[me], bu[me], bv[me] = bw[0], bu[0], bv[0]
     for me in prange(threads):
         tw, tu, tv = bw[me], bu[me], bv[me]
         stack = np.empty(4 * depth + 64, np.int64)
         for b in range(me, blocks, threads):
             for t in range(b * SEARCH_BLOCK, min(n, (b + 1) * SEARCH_BLOCK)):
-                u = order[t]
-                if core[u] > tw[comp[u]]:
+                u = visit[t]
+                if max(core[u], low[u]) > tw[comp[u]]:
                     continue
                 _search_from(X, core, comp, tree, node_core, node_comp, u, stack, tw, tu, tv)
     for c in prange(ncomp):
@@ -237,8 +324,15 @@ def _rounds(X, core, comp):
     _, comp = np.unique(comp, return_inverse=True)
     comp = comp.astype(np.int64)
     ncomp = int(comp.max()) + 1 if comp.shape[0] else 0
+    low = np.zeros(X.shape[0])
+    ball_of = None
     while ncomp > 1:
-        bu, bv, _ = _round(X, core, comp, ncomp, tree, node_core, numba.get_num_threads())
+        if ball_of is None and ncomp <= BALLED_COMPONENTS:
+            ball_of = comp.copy()
+            centre, radius = _balls(X, comp, ncomp)
+        if ball_of is not None:
+            _raise_bounds(X, comp, ball_of, centre, radius, low)
+        bu, bv, _ = _round(X, core, comp, ncomp, tree, node_core, numba.get_num_threads(), low)
         u, v, comp, ncomp = _merge(comp, ncomp, bu, bv)
         us.append(u)
         vs.append(v)
