@@ -223,7 +223,8 @@ def _raise_bounds(X, comp, ball_of, centre, radius, low):
         low[u] = max(low[u], best)
 
 
-#: points one thread searches from in a row (consecutive in tree order: near points, shared nodes)
+#: points one thread searches from in a row (consecutive in the visit order: in tree order, near
+#: points sharing nodes; by bound, the points nearest other parts first)
 SEARCH_BLOCK = 4096
 
 
