@@ -236,7 +236,8 @@ def _round(X, core, comp, ncomp, tree, node_core, threads, low):
     its component (:func:`_raise_bounds`; 0: none known).  Where bounds
     are known the points are searched from least bound first (a
     component's best comes early, and its points whose bound is above the
-    best need no search), else in the tree's order, in blocks dealt round-robin to ``threads`` workers; each keeps its own best per
+    best need no search), else in the tree's order; in blocks dealt
+    round-robin to ``threads`` workers.  Each keeps its own best per
     component (a bound for its later searches), and the bests are merged by
     the one strict order, so the result does not depend on the threads.
     """
@@ -372,18 +373,15 @@ def with_joins(graph, X, min_samples, exact=False):
     tree.  The forest of the result's mutual reachability distances is then
     a spanning tree, and with ``exact`` the exact one.
     """
-    from mst_dist.clustering._kernels import nearest
+    from mst_dist.clustering.hdbscan import core_distances
     from mst_dist.graph import Graph
 
     X = np.ascontiguousarray(X, dtype=np.float64)
     src, dst, w = graph.to_arrays()
     n = X.shape[0]
     # each point's core distance from the neighbours the kNN graph already holds (the point itself the first)
-    if min_samples > 1:
-        core = nearest(n, np.asarray(src, np.int64), np.asarray(dst, np.int64), np.asarray(w, np.float64),
-                       min_samples - 1, True)[0][:, min_samples - 2].copy()
-    else:
-        core = np.zeros(n)
+    core = core_distances(n, np.asarray(src, np.int64), np.asarray(dst, np.int64), np.asarray(w, np.float64),
+                          min_samples)
     short = ~np.isfinite(core)
     if short.any():  # a graph of fewer neighbours than that: those points asked of a tree of all of them
         from sklearn.neighbors import KDTree
