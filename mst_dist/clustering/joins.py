@@ -373,15 +373,16 @@ def with_joins(graph, X, min_samples, exact=False):
     tree.  The forest of the result's mutual reachability distances is then
     a spanning tree, and with ``exact`` the exact one.
     """
-    from mst_dist.clustering.hdbscan import core_distances
+    from mst_dist.clustering._kernels import core_distances
     from mst_dist.graph import Graph
 
     X = np.ascontiguousarray(X, dtype=np.float64)
     src, dst, w = graph.to_arrays()
     n = X.shape[0]
-    # each point's core distance from the neighbours the kNN graph already holds (the point itself the first)
+    # each point's core distance from the neighbours the kNN graph already holds: its (min_samples - 1)-th
+    # nearest other point, the point itself counted first (the kernel hdbscan's core_distances calls)
     core = core_distances(n, np.asarray(src, np.int64), np.asarray(dst, np.int64), np.asarray(w, np.float64),
-                          min_samples)
+                          min_samples - 1)
     short = ~np.isfinite(core)
     if short.any():  # a graph of fewer neighbours than that: those points asked of a tree of all of them
         from sklearn.neighbors import KDTree
