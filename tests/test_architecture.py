@@ -19,6 +19,7 @@ LAYERS = [
     ("api", "clustering.hdbscan",          # minimum_spanning_forest (starts the embedded cluster); HDBSCAN runs it
      "clustering.estimator"),              # the HDBSCAN estimator: kNN graphs of points, then hdbscan
     ("clustering.neighbours", "clustering._distributed_knn",   # kNN graphs of points, searched on the cluster
+     "clustering._distributed_nndescent",  # approximate ones, NN-descent in overlapping parts on the cluster
      "clustering.point_files"),            # points read from .npy, Parquet and Zarr files on the workers
     ("deploy",),                           # clusters mst-dist starts or joins
     ("diagnostics",),                      # dashboard page, figures, progress

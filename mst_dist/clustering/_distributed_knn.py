@@ -329,8 +329,6 @@ def distributed_knn_graph(X, k, *, metric="euclidean", p=2, symmetrize="union", 
 
 
 def _run(X, k, metric, p, symmetrize, client, partitions):
-    from mst_dist.graph import FunctionSource, Graph
-
     metric = metric.lower()
     code, p = metric_of(metric, p)
     X = dask_points(X, client).rechunk({1: -1})
@@ -381,13 +379,25 @@ def _run(X, k, metric, p, symmetrize, client, partitions):
         if f is not None:
             refs = [tables[a]] + [tables[b] for b in partners[a]]
             edges.append(client.submit(box_edges, f, symmetrize, metric, code, p, *refs, key=key("edges", a)))
-    counts = client.gather([client.submit(edge_count, e, key=key("count", i)) for i, e in enumerate(edges)])
+    return held_graph(client, edges, tok, n, name=f"knn-{k}", source="knn-box", meta={"boxes": P})
+
+
+def held_graph(client, edges, tok, n, *, name, source, meta):
+    """A graph of the edges tasks ``edges`` left on the workers: one source per task, read where it is held.
+
+    The results are published as datasets under their keys (so they stay
+    while the graph lives) and unpublished when the graph is dropped.
+    """
+    from mst_dist.graph import FunctionSource, Graph
+
+    counts = client.gather([client.submit(edge_count, e, key=e.key.replace("-edges-", "-count-", 1))
+                            for e in edges])
     _CLIENTS[tok] = client
     names = [e.key for e in edges]
     client.publish_dataset(**dict(zip(names, edges)))
-    sources = [FunctionSource(held_rows, {"key": e.key, "token": tok}, m, name=f"knn-box-{i}")
+    sources = [FunctionSource(held_rows, {"key": e.key, "token": tok}, m, name=f"{source}-{i}")
                for i, (e, m) in enumerate(zip(edges, counts))]
     graph = Graph(n_vertices=n, sources=sources, weight_dtype=np.dtype(np.float64), validated=True,
-                  name=f"knn-{k}", meta={"boxes": P})
+                  name=name, meta=meta)
     weakref.finalize(graph, _release, client, names, tok)
     return graph

@@ -71,15 +71,21 @@ def knn_graph(X, k, *, metric="euclidean", p=2, symmetrize="union", approximate=
         gives; ``symmetrize`` asks the lists themselves whether each lists
         the other.  The graph's ``meta["knn"]`` says how it was built
         (seed, trees, rounds, changes per round).  On a cluster (a Dask
-        array, or a ``client``) the points are gathered on one worker and
-        searched there by one task, its edges left there; ``partitions``
-        is not used.
+        array, or a ``client``) of one worker the points are gathered on it
+        and searched there by one task; on more, no worker holds them all:
+        each point goes to the parts of its two nearest centres (k-means of
+        a sample), each part is searched by one task, and each point's two
+        lists are merged into its ``k`` nearest (a neighbour outside both
+        its parts is missed: the recall is a little lower).  The edges stay
+        on the workers.
     client : distributed.Client, "embedded" or None
         The cluster of a Dask array's search (None: the current client, else
         the embedded cluster).  With points in memory, ``None`` searches here
         and a client or ``"embedded"`` searches on that cluster.
     partitions : int, optional
-        Boxes of the search on a cluster (default: two per worker thread).
+        Boxes of the exact search on a cluster (default: two per worker
+        thread); parts of the approximate one (default: two per worker on
+        more than one worker; 1: one task searches all the points).
     random_state : int, numpy.random.Generator or None
         The seed of ``approximate=True`` (None: a fixed seed, 0): the same
         seed gives the same graph, whatever the number of threads.  The
@@ -126,7 +132,13 @@ def knn_graph(X, k, *, metric="euclidean", p=2, symmetrize="union", approximate=
         from mst_dist.deploy.current import choose, using
 
         with using(choose(client)) as c:
-            return _approximate_on_one_worker(X, k, metric, p, symmetrize, c, seed)
+            workers = len(c.scheduler_info().get("workers", {}))
+            parts = partitions or (2 * workers if workers > 1 else 1)
+            if parts == 1:
+                return _approximate_on_one_worker(X, k, metric, p, symmetrize, c, seed)
+            from mst_dist.clustering._distributed_nndescent import partitioned_nndescent_graph
+
+            return partitioned_nndescent_graph(X, k, metric, p, symmetrize, c, seed, int(parts))
     if not _is_dask_array(X) and client is None:
         return local_knn_graph(X, k, metric=metric, p=p, symmetrize=symmetrize)
     from mst_dist.clustering._distributed_knn import distributed_knn_graph
@@ -135,18 +147,12 @@ def knn_graph(X, k, *, metric="euclidean", p=2, symmetrize="union", approximate=
                                  partitions=partitions)
 
 
-def _count(edges):
-    return int(edges[0].shape[0])
-
-
 def _approximate_on_one_worker(X, k, metric, p, symmetrize, client, seed):
     """NN-descent as one task, the points gathered on its worker; the edges left there (one graph source)."""
     import uuid
-    import weakref
 
     from mst_dist.clustering import _distributed_knn as dk
     from mst_dist.clustering._nndescent import edges_task
-    from mst_dist.graph import FunctionSource, Graph
 
     X = dk.dask_points(X, client)
     n = int(X.shape[0])
@@ -157,14 +163,8 @@ def _approximate_on_one_worker(X, k, metric, p, symmetrize, client, seed):
     whole = client.compute(X.rechunk({0: -1, 1: -1}).to_delayed().ravel()[0])
     edges = client.submit(edges_task, whole, k, metric.lower(), p, symmetrize, seed, key=f"mst-knn-edges-{tok}-0")
     del whole
-    count = client.submit(_count, edges, key=f"mst-knn-count-{tok}-0").result()
-    dk._CLIENTS[tok] = client
-    client.publish_dataset(**{edges.key: edges})
-    source = FunctionSource(dk.held_rows, {"key": edges.key, "token": tok}, count, name="knn-nndescent")
-    graph = Graph(n_vertices=n, sources=[source], weight_dtype=np.dtype(np.float64), validated=True,
-                  name=f"knn-{k}", meta={"knn": {"method": "nn-descent", "random_state": seed, "on": "one worker"}})
-    weakref.finalize(graph, dk._release, client, [edges.key], tok)
-    return graph
+    return dk.held_graph(client, [edges], tok, n, name=f"knn-{k}", source="knn-nndescent",
+                         meta={"knn": {"method": "nn-descent", "random_state": seed, "on": "one worker"}})
 
 
 def from_points(X, k, *, symmetrize="union", n_jobs=None, metric="euclidean", p=2, client=None,

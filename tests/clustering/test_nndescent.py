@@ -195,7 +195,8 @@ def test_same_seed_same_graph_whatever_the_threads():
 def test_on_one_worker_the_edges_left_there(client2):
     da = pytest.importorskip("dask.array")
     X = blobs(1500, 8, seed=8)
-    g = knn_graph(da.from_array(X, chunks=(400, 8)), 7, approximate=True, client=client2, random_state=2)
+    g = knn_graph(da.from_array(X, chunks=(400, 8)), 7, approximate=True, client=client2, random_state=2,
+                  partitions=1)
     assert not g.in_memory and g.n_vertices == 1500 and g.meta["knn"]["method"] == "nn-descent"
     here = knn_graph(X, 7, approximate=True, random_state=2)
     for a, b in zip(g.to_arrays(), here.to_arrays()):
