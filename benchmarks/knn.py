@@ -17,10 +17,16 @@ array.  ``--check`` compares the edge sets where both ran on the same points.
 ``--approximate`` also times ``knn_graph(X, k, approximate=True)``
 (NN-descent, compiled before the clock starts) and its recall by
 ``knn_recall`` (exact neighbours of 1,000 sampled points by brute force);
-``--no-exact`` leaves the exact search out (it takes minutes at 10-D), e.g.::
+``--no-exact`` leaves the exact search out (it takes minutes at 10-D);
+``--parts-workers N`` also times NN-descent of a Dask array on a
+``LocalCluster`` of ``N`` worker processes (no worker holds all the points:
+each is searched in the parts of its two nearest centres), with the recall
+it reports and ``knn_recall``'s, e.g.::
 
     python -m benchmarks.knn --points 200000 --dims 10 --approximate --sklearn-points 0
     python -m benchmarks.knn --points 1000000 --dims 10 --approximate --no-exact --sklearn-points 0
+    python -m benchmarks.knn --points 1000000 --dims 10 --k 22 --approximate --no-exact --sklearn-points 0 \
+        --parts-workers 2
 
 Prints one JSON object per measurement and writes them all to ``--out``.
 """
@@ -75,6 +81,30 @@ def ours_on_cluster(X, k):
     return g, time.perf_counter() - t
 
 
+def ours_approximate_in_parts(X, k, workers):
+    """NN-descent of a Dask array on a ``LocalCluster`` of ``workers`` processes: points in overlapping parts."""
+    import dask.array as da
+    from distributed import Client, LocalCluster
+
+    from mst_dist.clustering import knn_graph
+    from mst_dist.clustering.neighbours import knn_recall
+
+    threads = max(1, (os.cpu_count() or 1) // workers)  # each worker's Numba threads: the cores shared out
+    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+                      env={"NUMBA_NUM_THREADS": str(threads)}) as cluster, Client(cluster) as client:
+        small = X[:4000]
+        knn_graph(da.from_array(small, chunks=(1000, X.shape[1])), k, approximate=True, client=client).n_edges
+        D = da.from_array(X, chunks=(max(1, X.shape[0] // (4 * workers)), X.shape[1]))
+        t = time.perf_counter()
+        g = knn_graph(D, k, approximate=True, client=client)
+        wall = time.perf_counter() - t
+        info = g.meta["knn"]
+        recall = knn_recall(X, g, k, sample=1000)
+        return {"parts_workers": workers, "parts": info["parts"], "part_points": info["part_points"],
+                "parts_s": wall, "parts_recall_reported": info["recall"], "parts_recall": recall,
+                "parts_edges": g.n_edges}
+
+
 def sklearn(X, k):
     from sklearn.neighbors import kneighbors_graph
 
@@ -92,13 +122,17 @@ def edge_set(g):
     return s[o], d[o], w[o]
 
 
-def run(n, d, k, sk_n, cluster, check, approximate=False, exact=True):
+def run(n, d, k, sk_n, cluster, check, approximate=False, exact=True, parts_workers=0):
     X = blobs(n, d)
     out = {"points": n, "dims": d, "k": k, "threads": os.cpu_count()}
     if approximate:
         ga, wall, cpu, recall, rtime = ours_approximate(X, k)
         out.update(approx_edges=ga.n_edges, approx_s=wall, approx_cpu_s=cpu, approx_recall=recall,
                    recall_sample=min(1000, n), recall_s=rtime, approx_rounds=ga.meta["knn"]["rounds"])
+    if parts_workers:
+        out.update(ours_approximate_in_parts(X, k, parts_workers))
+        if approximate:
+            out["parts_over_approx"] = out["parts_s"] / out["approx_s"]
     if not exact:
         return out
     g, wall, cpu = ours(X, k)
@@ -139,6 +173,9 @@ def main(argv=None):
     ap.add_argument("--approximate", action="store_true",
                     help="also NN-descent (knn_graph(..., approximate=True)): time, CPU and recall")
     ap.add_argument("--no-exact", action="store_true", help="leave the exact search out (with --approximate)")
+    ap.add_argument("--parts-workers", type=int, default=0,
+                    help="also NN-descent of a Dask array on a LocalCluster of this many worker processes "
+                         "(the points searched in overlapping parts): time and recall")
     ap.add_argument("--out", default=None)
     a = ap.parse_args(argv)
     sk = a.sklearn_points or [a.points] * len(a.dims)
@@ -146,7 +183,8 @@ def main(argv=None):
         ap.error("--sklearn-points takes one count per --dims")
     rows = []
     for d, s in zip(a.dims, sk):
-        row = run(a.points, d, a.k, min(s, a.points), a.cluster, a.check, a.approximate, not a.no_exact)
+        row = run(a.points, d, a.k, min(s, a.points), a.cluster, a.check, a.approximate, not a.no_exact,
+                  a.parts_workers)
         print(json.dumps(row), flush=True)
         rows.append(row)
     if a.out:

@@ -20,6 +20,9 @@ Tasks ``mst-knn-<stage>-<token>-<i>``, in stages:
 4. ``lists``: a cut's rows from every part merged into each point's ``k``
    nearest, as pairs ``(smaller id, larger id, distance)`` cut by the smaller
    id modulo ``P``.
+   Beside them, ``sampled``/``brute``: the true ``k``-th distance of a
+   sample of the points, for the recall the graph reports
+   (``meta["knn"]["recall"]``), from the lists' entries (``hits``).
 5. ``edges``: each pair once (``"union"``), or where both ends listed it
    (``"mutual"``): the graph's rows, left on the workers as the exact
    search's are.
@@ -32,6 +35,7 @@ import uuid
 import numpy as np
 
 from mst_dist.clustering import _distributed_knn as dk
+from mst_dist.clustering._nndescent import recall_rows
 from mst_dist.clustering.knn import finished, metric_of
 
 #: sample rows per part the centres are found from
@@ -87,11 +91,26 @@ def part_lists(k, metric, p, seed, P, *pieces):
     return [(src[a:z], dst[a:z], red[a:z]) for a, z in zip(bounds[:-1], bounds[1:])]
 
 
-def merged_lists(k, P, *cuts):
+def sampled_rows(block, offset, rows):
+    """The rows of a chunk among the global ids ``rows``."""
+    at = rows[(rows >= offset) & (rows < offset + block.shape[0])] - offset
+    return block[at]
+
+
+def sampled_nearest(block, offset, Q, rows, k, code, p):
+    """The ``k`` least reduced distances of each point of ``Q`` (global ids ``rows``) to a chunk's rows."""
+    from mst_dist.clustering._nndescent_kernels import nearest_in_block
+
+    return nearest_in_block(block, block.shape[0], rows, offset, k, code, p, np.ascontiguousarray(Q))
+
+
+def merged_lists(k, P, rows, kth, *cuts):
     """Each point's lists from its parts merged into its ``k`` nearest (by distance, then id), as pairs cut by the smaller id mod ``P``.
 
     The same pair measured in two parts has one distance (the same float64
-    points, the same sum), so it is one entry.
+    points, the same sum), so it is one entry.  Element ``P``: how many of
+    the lists' entries of the points ``rows`` are as near as their true
+    ``k``-th neighbour (``kth``): the recall's hits.
     """
     src = np.concatenate([c[0] for c in cuts])
     dst = np.concatenate([c[1] for c in cuts])
@@ -104,6 +123,9 @@ def merged_lists(k, P, *cuts):
     first = np.flatnonzero(np.r_[True, src[1:] != src[:-1]]) if src.shape[0] else np.zeros(0, np.int64)
     rank = np.arange(src.shape[0]) - np.repeat(first, np.diff(np.r_[first, src.shape[0]]))
     keep = rank < k
+    slot = np.searchsorted(rows, src)
+    sampled = keep & (slot < rows.shape[0]) & (rows[np.minimum(slot, rows.shape[0] - 1)] == src)
+    hits = int(np.count_nonzero(red[sampled] <= kth[slot[sampled]]))
     lo = np.minimum(src[keep], dst[keep])
     hi = np.maximum(src[keep], dst[keep])
     red = red[keep]
@@ -111,7 +133,7 @@ def merged_lists(k, P, *cuts):
     order = np.argsort(cut, kind="stable")
     bounds = np.searchsorted(cut[order], np.arange(P + 1))
     lo, hi, red = lo[order], hi[order], red[order]
-    return [(lo[a:z], hi[a:z], red[a:z]) for a, z in zip(bounds[:-1], bounds[1:])]
+    return [(lo[a:z], hi[a:z], red[a:z]) for a, z in zip(bounds[:-1], bounds[1:])] + [hits]
 
 
 def pair_edges(mutual, metric, code, p, *cuts):
@@ -178,17 +200,28 @@ def partitioned_nndescent_graph(X, k, metric, p, symmetrize, client, seed, parti
         pieces = [client.submit(dk.piece, blk, int(offsets[i]), asg, b, key=key("piece", b, i))
                   for i, (blk, asg) in enumerate(zip(blocks, near))]
         parts.append(client.submit(part_lists, k, metric, p, seed, P, *pieces, key=key("part", b)))
-    del blocks, near
+    del near
+    # the recall: a sample's true k-th distances by brute force, chunk by chunk
+    rows = recall_rows(n, seed)
+    Q = np.concatenate(client.gather([client.submit(sampled_rows, b, int(offsets[i]), rows, key=key("sampled", i))
+                                      for i, b in enumerate(blocks)]))
+    nearest = client.gather([client.submit(sampled_nearest, b, int(offsets[i]), Q, rows, k, code, p,
+                                           key=key("brute", i)) for i, b in enumerate(blocks)])
+    kth = np.sort(np.concatenate(nearest, axis=1), axis=1)[:, k - 1]
+    del blocks
     lists = []
     for c in range(P):
         cuts = [client.submit(operator.getitem, part, c, key=key("cut", b, c)) for b, part in enumerate(parts)]
-        lists.append(client.submit(merged_lists, k, P, *cuts, key=key("lists", c)))
+        lists.append(client.submit(merged_lists, k, P, rows, kth, *cuts, key=key("lists", c)))
     del parts
+    hits = sum(client.gather([client.submit(operator.getitem, li, P, key=key("hits", c))
+                              for c, li in enumerate(lists)]))
     edges = []
     for c in range(P):
         cuts = [client.submit(operator.getitem, li, c, key=key("pairs", b, c)) for b, li in enumerate(lists)]
         edges.append(client.submit(pair_edges, symmetrize == "mutual", metric, code, p, *cuts, key=key("edges", c)))
     del lists
     info = {"method": "nn-descent", "random_state": seed, "on": f"{P} parts", "parts": P,
-            "parts_per_point": min(2, P), "part_points": [int(x) for x in sizes]}
+            "parts_per_point": min(2, P), "part_points": [int(x) for x in sizes],
+            "recall": float(hits / (k * rows.shape[0])), "recall_points": int(rows.shape[0])}
     return dk.held_graph(client, edges, tok, n, name=f"knn-{k}", source="knn-part", meta={"knn": info})

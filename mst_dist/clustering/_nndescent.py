@@ -53,6 +53,17 @@ def default_list_size(k):
     return 2 * k if k <= 10 else k + max(10, k // 2)
 
 
+#: Points whose true neighbours (brute force) measure the recall an approximate graph reports.
+RECALL_POINTS = 200
+
+
+def recall_rows(n, seed):
+    """The points whose recall is measured: ``RECALL_POINTS`` of them drawn by the seed (all when fewer), ascending."""
+    if n <= RECALL_POINTS:
+        return np.arange(n, dtype=np.int64)
+    return np.sort(np.random.default_rng(seed).choice(n, RECALL_POINTS, replace=False)).astype(np.int64)
+
+
 def search_points(X, p=2.0):
     """The points the descent compares: float32, centred (every metric here is translation invariant).
 
@@ -174,12 +185,28 @@ def approximate_edges(X, k, *, metric="euclidean", p=2, symmetrize="union", rand
     X = prepare_points(check_points(X, k, offset=offset), metric.lower(), offset)
     n = X.shape[0]
     dist, nbr, info = nndescent_neighbours(X, int(k), metric=metric, p=p, random_state=random_state, **options)
+    info.update(list_recall(X, dist, nbr, int(k), code, p, info["random_state"]))
     # "does j list i" asked of the lists themselves (not of j's k-th distance, as for exact lists)
     src, dst, w = knn_edges(np.arange(n, dtype=np.int64), dist, nbr, listed_back(nbr), nbr, symmetrize)
     return src, dst, finished(w, metric.lower(), code, p), n, info
 
 
+def list_recall(X, dist, nbr, k, code, p, seed):
+    """``{"recall", "recall_points"}``: the share of the true ``k`` nearest the lists hold, on :func:`recall_rows`.
+
+    The true ``k``-th distance of each sampled point by brute force (its
+    distances to all the points); a listed neighbour that near is a hit.
+    """
+    from mst_dist.clustering._neighbours_kernels import NO_ID
+    from mst_dist.clustering._nndescent_kernels import brute_kth
+
+    rows = recall_rows(X.shape[0], seed)
+    kth = brute_kth(X, rows, k, code, p)
+    found = (nbr[rows] != NO_ID) & (dist[rows] <= kth[:, None])
+    return {"recall": float(found.sum() / (k * rows.shape[0])), "recall_points": int(rows.shape[0])}
+
+
 def edges_task(X, k, metric, p, symmetrize, seed):
-    """A task's approximate kNN edges of a block of all the points: ``(src, dst, distance)``."""
-    src, dst, w, _, _ = approximate_edges(X, k, metric=metric, p=p, symmetrize=symmetrize, random_state=seed)
-    return src, dst, w
+    """A task's approximate kNN edges of a block of all the points: ``(src, dst, distance, info)``."""
+    src, dst, w, _, info = approximate_edges(X, k, metric=metric, p=p, symmetrize=symmetrize, random_state=seed)
+    return src, dst, w, info

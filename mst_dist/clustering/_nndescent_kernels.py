@@ -426,20 +426,53 @@ def listed_back(nbr):
 # recall against brute force
 # ---------------------------------------------------------------------------
 
-@njit(parallel=True, cache=True)
+@njit(nogil=True, cache=True, inline="always")
+def _keep_least(best, dist):
+    """``dist`` into ``best`` (ascending, the ``len(best)`` least so far) if it is less than the last."""
+    s = best.shape[0] - 1
+    if not dist < best[s]:
+        return
+    while s > 0 and best[s - 1] > dist:
+        best[s] = best[s - 1]
+        s -= 1
+    best[s] = dist
+
+
+@njit(cache=True)
 def brute_kth(X, rows, k, metric, p):
     """The reduced distance of each of ``rows`` to its ``k``-th nearest other point (all points scanned)."""
-    n = X.shape[0]
-    out = np.empty(rows.shape[0])
-    for q in prange(rows.shape[0]):
-        i = rows[q]
-        d = np.empty(n - 1)
-        at = 0
-        for j in range(n):
-            if j != i:
-                d[at] = _reduced(X, i, j, metric, p)
-                at += 1
-        out[q] = np.partition(d, k - 1)[k - 1]
+    return nearest_in_block(X, X.shape[0], rows, 0, k, metric, p, X[rows])[:, k - 1].copy()
+
+
+@njit(parallel=True, cache=True)
+def nearest_in_block(X, m, qids, offset, k, metric, p, Q):
+    """The ``k`` least reduced distances of each point ``Q[q]`` (id ``qids[q]``) to rows ``X[:m]`` (ids from ``offset``), itself left out.
+
+    ``inf`` where the rows are fewer; rows ascending.  The distance sums
+    run in coordinate order, as :func:`_reduced`'s (the same numbers).
+    """
+    out = np.full((qids.shape[0], k), np.inf)
+    d = X.shape[1]
+    for q in prange(qids.shape[0]):
+        best = out[q]
+        for j in range(m):
+            if offset + j == qids[q]:
+                continue
+            acc = X[j, 0] - X[j, 0]
+            if metric == EUCLIDEAN:
+                for c in range(d):
+                    a = Q[q, c] - X[j, c]
+                    acc += a * a
+            elif metric == MANHATTAN:
+                for c in range(d):
+                    acc += abs(Q[q, c] - X[j, c])
+            elif metric == CHEBYSHEV:
+                for c in range(d):
+                    acc = max(acc, abs(Q[q, c] - X[j, c]))
+            else:
+                for c in range(d):
+                    acc += abs(Q[q, c] - X[j, c]) ** p
+            _keep_least(best, acc)
     return out
 
 

@@ -29,6 +29,12 @@ def _integer(name, value, low, none=False):
     return int(value)
 
 
+def _knn_info(graph, k):
+    """What the estimator reports of the search of its kNN graph of ``k`` neighbours."""
+    info = graph.meta.get("knn") if isinstance(graph.meta, dict) else None
+    return dict(info, k=k) if info else {"method": "exact", "k": k}
+
+
 def _is_dask_array(X):
     return type(X).__module__.startswith("dask.array") and hasattr(X, "chunks")
 
@@ -135,6 +141,12 @@ class HDBSCAN(ClusterMixin, BaseEstimator):
     prediction_data_ : PredictionData or None
     n_features_in_ : int
         (points only)
+    knn_info_ : dict or None
+        How the kNN graph of the points was searched: ``{"method": "exact",
+        "k": ...}``, or NN-descent's ``meta["knn"]`` (its seed, rounds, and
+        ``recall``: the share of the true ``k`` nearest neighbours its lists
+        hold, on a sample of ``recall_points`` points checked by brute
+        force); None for ``metric="precomputed"``.
 
     Examples
     --------
@@ -215,6 +227,7 @@ class HDBSCAN(ClusterMixin, BaseEstimator):
         from mst_dist.clustering.selection import precomputed_graph
 
         if self.metric == "precomputed":
+            self.knn_info_ = None
             return precomputed_graph(X), None
         X = self._points(X)
         n = X.shape[0]
@@ -234,11 +247,15 @@ class HDBSCAN(ClusterMixin, BaseEstimator):
         approximate = bool(self.approximate_knn)
         if _is_dask_array(X):
             if not self.exact:  # searched on the run's cluster, the edges left there
-                return from_points(X, int(k), client=self.client, approximate=approximate), X
+                knn = from_points(X, int(k), client=self.client, approximate=approximate)
+                self.knn_info_ = _knn_info(knn, int(k))
+                return knn, X
             X = np.asarray(X, dtype=np.float64)  # the exact tree is searched here
         from mst_dist.clustering.joins import with_joins
 
-        return with_joins(from_points(X, int(k), approximate=approximate), X, ms, exact=bool(self.exact)), X
+        knn = from_points(X, int(k), approximate=approximate)
+        self.knn_info_ = _knn_info(knn, int(k))
+        return with_joins(knn, X, ms, exact=bool(self.exact)), X
 
     # -- fitting -----------------------------------------------------------------------------------
 

@@ -11,6 +11,7 @@ many true neighbours a graph or lists found.
 from __future__ import annotations
 
 import numbers
+import operator
 import os
 
 import numpy as np
@@ -163,8 +164,9 @@ def _approximate_on_one_worker(X, k, metric, p, symmetrize, client, seed):
     whole = client.compute(X.rechunk({0: -1, 1: -1}).to_delayed().ravel()[0])
     edges = client.submit(edges_task, whole, k, metric.lower(), p, symmetrize, seed, key=f"mst-knn-edges-{tok}-0")
     del whole
+    info = client.submit(operator.getitem, edges, 3, key=f"mst-knn-info-{tok}-0").result()
     return dk.held_graph(client, [edges], tok, n, name=f"knn-{k}", source="knn-nndescent",
-                         meta={"knn": {"method": "nn-descent", "random_state": seed, "on": "one worker"}})
+                         meta={"knn": dict(info, on="one worker")})
 
 
 def from_points(X, k, *, symmetrize="union", n_jobs=None, metric="euclidean", p=2, client=None,

@@ -34,6 +34,7 @@ def test_parts_merged_give_the_exact_graph_where_each_part_finds_its_neighbours(
     exact = knn_graph(X, 6, symmetrize=symmetrize)
     for a, b in zip(pairs(g), pairs(exact)):
         np.testing.assert_array_equal(a, b)
+    assert info["recall"] == 1.0 and info["recall_points"] == 200
 
 
 def test_parts_of_one_cloud_find_most_neighbours_and_repeat(client2):
@@ -47,6 +48,7 @@ def test_parts_of_one_cloud_find_most_neighbours_and_repeat(client2):
     np.testing.assert_allclose(w, np.sqrt(((X[s] - X[d]) ** 2).sum(axis=1)), rtol=1e-12)
     assert np.bincount(np.r_[s, d], minlength=X.shape[0]).min() >= 8  # each point keeps k neighbours
     assert knn_recall(X, g, 8, sample=500) > 0.98
+    assert 0.98 < g.meta["knn"]["recall"] <= 1.0 and g.meta["knn"]["recall_points"] == 200
     again = knn_graph(Xd, 8, approximate=True, client=client2, random_state=4)
     for a, b in zip(g.to_arrays(), again.to_arrays()):
         np.testing.assert_array_equal(a, b)
@@ -68,3 +70,21 @@ def test_hdbscan_of_a_dask_array_with_approximate_neighbours_in_parts(client2):
     here = HDBSCAN(min_cluster_size=20).fit(X)
     there = HDBSCAN(min_cluster_size=20, approximate_knn=True, client=client2).fit(da.from_array(X, chunks=(150, 4)))
     assert here.labels_.max() == 2 and adjusted_rand_score(here.labels_, there.labels_) == 1.0
+    assert here.knn_info_ == {"method": "exact", "k": 40}
+    info = there.knn_info_
+    assert info["method"] == "nn-descent" and info["parts"] == 4 and info["k"] == 40 and info["recall"] == 1.0
+
+
+def test_the_reported_recall_is_the_lists_share_of_the_true_neighbours():
+    from mst_dist.clustering._nndescent import approximate_edges, nndescent_neighbours, recall_rows
+    from mst_dist.clustering.knn import exact_neighbours
+
+    X = np.random.default_rng(7).standard_normal((1500, 12))
+    poor = {"random_state": 1, "n_trees": 1, "max_iterations": 1, "list_size": 10}  # a search that misses some
+    info = approximate_edges(X, 10, **poor)[4]
+    _, found, _ = nndescent_neighbours(X, 10, **poor)
+    _, true = exact_neighbours(X, 10)
+    rows = recall_rows(X.shape[0], info["random_state"])
+    share = np.mean([np.intersect1d(found[i], true[i]).shape[0] / 10 for i in rows])
+    assert info["recall_points"] == rows.shape[0] == 200
+    assert info["recall"] == pytest.approx(share, abs=1e-12) and info["recall"] < 0.999
