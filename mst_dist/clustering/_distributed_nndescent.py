@@ -63,6 +63,15 @@ def nearest_two(block, offset, centres):
     return part[order], row[order]
 
 
+def _cut(P, first, *rest):
+    """Rows ``(first, *rest)`` in ``P`` cuts by ``first`` modulo ``P``, each in its rows' order."""
+    cut = first % P
+    order = np.argsort(cut, kind="stable")
+    bounds = np.searchsorted(cut[order], np.arange(P + 1))
+    columns = [first[order]] + [c[order] for c in rest]
+    return [tuple(c[a:z] for c in columns) for a, z in zip(bounds[:-1], bounds[1:])]
+
+
 def part_sizes(near, P):
     """Rows of a chunk in each part."""
     return np.bincount(near[0], minlength=P)
@@ -84,11 +93,7 @@ def part_lists(k, metric, p, seed, P, *pieces):
     src = np.repeat(ids, real.sum(axis=1))
     dst = ids[nbr[real]]
     red = dist[real]
-    cut = src % P
-    order = np.argsort(cut, kind="stable")
-    bounds = np.searchsorted(cut[order], np.arange(P + 1))
-    src, dst, red = src[order], dst[order], red[order]
-    return [(src[a:z], dst[a:z], red[a:z]) for a, z in zip(bounds[:-1], bounds[1:])]
+    return _cut(P, src, dst, red)
 
 
 def sampled_rows(block, offset, rows):
@@ -129,11 +134,7 @@ def merged_lists(k, P, rows, kth, *cuts):
     lo = np.minimum(src[keep], dst[keep])
     hi = np.maximum(src[keep], dst[keep])
     red = red[keep]
-    cut = lo % P
-    order = np.argsort(cut, kind="stable")
-    bounds = np.searchsorted(cut[order], np.arange(P + 1))
-    lo, hi, red = lo[order], hi[order], red[order]
-    return [(lo[a:z], hi[a:z], red[a:z]) for a, z in zip(bounds[:-1], bounds[1:])] + [hits]
+    return _cut(P, lo, hi, red) + [hits]
 
 
 def pair_edges(mutual, metric, code, p, *cuts):
