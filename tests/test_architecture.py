@@ -17,7 +17,8 @@ PKG = pathlib.Path(ROOT) / "mst_dist"
 LAYERS = [
     ("cli", "bench", "nx"),                # what a person runs; the networkx backend
     ("api", "clustering.hdbscan",          # minimum_spanning_forest (starts the embedded cluster); HDBSCAN runs it
-     "clustering.estimator"),              # the HDBSCAN estimator: kNN graphs of points, then hdbscan
+     "clustering.estimator",               # the HDBSCAN estimator: kNN graphs of points, then hdbscan
+     "clustering.warmup"),                 # the clustering kernels compiled ahead (mst-dist warmup)
     ("clustering.neighbours", "clustering._distributed_knn",   # kNN graphs of points, searched on the cluster
      "clustering._distributed_nndescent",  # approximate ones, NN-descent in overlapping parts on the cluster
      "clustering.point_files"),            # points read from .npy, Parquet and Zarr files on the workers

@@ -517,7 +517,8 @@ def _run(args, console=None):
 
 
 def _warmup(args):
-    """``mst-dist warmup``: every CPU kernel (and with ``--gpu`` the GPU ones) compiled into the cache now."""
+    """``mst-dist warmup``: every CPU kernel, the engine's and the clustering layer's (and with ``--gpu`` the
+    GPU ones), compiled into the cache now."""
     from mst_dist.engine import warmup
 
     if args.gpu:
@@ -528,10 +529,14 @@ def _warmup(args):
         if not ok:
             hint = "" if GPU_INSTALL_HINT in reason else f"; install the GPU extra: {GPU_INSTALL_HINT}"
             raise GPUUnavailableError(f"warmup --gpu: this machine cannot run the GPU kernels: {reason}{hint}")
+    from mst_dist.clustering import warmup as clustering_warmup
+
     parts = tuple(warmup.PARTS)
-    fresh = not all(warmup.kernels_cached(k, p) for k in ("int64", "float64") for p in parts)
+    fresh = not (all(warmup.kernels_cached(k, p) for k in ("int64", "float64") for p in parts)
+                 and clustering_warmup.kernels_cached())
     t0 = time.perf_counter()
     warmup.ensure_compiled(None, parts=parts)
+    clustering_warmup.ensure_compiled()  # after the engine's: HDBSCAN runs the engine
     if args.gpu:
         warmup.warm((), gpu=True)
     secs = time.perf_counter() - t0

@@ -304,8 +304,9 @@ def build_parser():
     wu = sub.add_parser(
         "warmup",
         help="compile the kernels ahead (for images and batch jobs)",
-        description="Compile every CPU kernel (integer and float weights) into Numba's on-disk "
-                    "cache now, so that no run compiles: once after install, e.g. in a container "
+        description="Compile every CPU kernel into Numba's on-disk cache now: the engine's (integer "
+                    "and float weights) and the clustering layer's (kNN graphs exact and approximate, "
+                    "HDBSCAN), so that no run compiles: once after install, e.g. in a container "
                     "image's build or before a batch job array. Prints where the cache is.",
     )
     wu.add_argument("--gpu", action="store_true",

@@ -81,21 +81,27 @@ def _reduced(X, i, j, metric, p):
     the same numbers as :mod:`mst_dist.clustering._neighbours_kernels`'s
     (summed in coordinate order; the metric's test is outside the loop).
     """
-    acc = X[i, 0] - X[i, 0]
-    d = X.shape[1]
+    return _reduced_between(X, i, X, j, metric, p)
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _reduced_between(A, i, B, j, metric, p):
+    """Reduced distance of row ``i`` of ``A`` and row ``j`` of ``B`` (as :func:`_reduced`)."""
+    acc = A[i, 0] - A[i, 0]
+    d = A.shape[1]
     if metric == EUCLIDEAN:
         for c in range(d):
-            a = X[i, c] - X[j, c]
+            a = A[i, c] - B[j, c]
             acc += a * a
     elif metric == MANHATTAN:
         for c in range(d):
-            acc += abs(X[i, c] - X[j, c])
+            acc += abs(A[i, c] - B[j, c])
     elif metric == CHEBYSHEV:
         for c in range(d):
-            acc = max(acc, abs(X[i, c] - X[j, c]))
+            acc = max(acc, abs(A[i, c] - B[j, c]))
     else:
         for c in range(d):
-            acc += abs(X[i, c] - X[j, c]) ** p
+            acc += abs(A[i, c] - B[j, c]) ** p
     return acc
 
 
@@ -452,27 +458,11 @@ def nearest_in_block(X, m, qids, offset, k, metric, p, Q):
     run in coordinate order, as :func:`_reduced`'s (the same numbers).
     """
     out = np.full((qids.shape[0], k), np.inf)
-    d = X.shape[1]
     for q in prange(qids.shape[0]):
         best = out[q]
         for j in range(m):
-            if offset + j == qids[q]:
-                continue
-            acc = X[j, 0] - X[j, 0]
-            if metric == EUCLIDEAN:
-                for c in range(d):
-                    a = Q[q, c] - X[j, c]
-                    acc += a * a
-            elif metric == MANHATTAN:
-                for c in range(d):
-                    acc += abs(Q[q, c] - X[j, c])
-            elif metric == CHEBYSHEV:
-                for c in range(d):
-                    acc = max(acc, abs(Q[q, c] - X[j, c]))
-            else:
-                for c in range(d):
-                    acc += abs(Q[q, c] - X[j, c]) ** p
-            _keep_least(best, acc)
+            if offset + j != qids[q]:
+                _keep_least(best, _reduced_between(Q, q, X, j, metric, p))
     return out
 
 

@@ -1,8 +1,9 @@
-"""``mst-dist warmup``: every kernel compiled ahead into Numba's cache; runs then show no compile step."""
+"""``mst-dist warmup``: every kernel compiled ahead into Numba's cache; runs (and clustering) then compile nothing."""
 import pytest
 
 from mst_dist.cli import commands as cli
 from mst_dist.cli.parser import build_parser
+from mst_dist.clustering import warmup as clustering_warmup
 from mst_dist.engine import warmup
 
 
@@ -16,6 +17,7 @@ def test_warmup_compiles_every_part_and_says_where(capsys):
     out = capsys.readouterr().out
     assert f"Numba's cache: {warmup.cache_dir()}" in out
     assert all(warmup.kernels_cached(k, p) for k in ("int64", "float64") for p in warmup.PARTS)
+    assert clustering_warmup.kernels_cached()
     # a second time there is nothing to compile
     assert cli.main(["warmup"]) == 0
     assert capsys.readouterr().out.startswith("kernels already compiled; Numba's cache: ")
@@ -32,6 +34,37 @@ def test_run_after_warmup_compiles_nothing(monkeypatch, capsys):
     monkeypatch.setattr(warmup, "warm", fail)
     assert cli.main(["run", "--generate", "grid", "--rows", "8", "--cols", "8", "--json", "-q"]) == 0
     assert '"forest_edges": 63' in capsys.readouterr().out.replace(" ", "").replace('":', '": ')
+
+
+#: A new process clusters points as a user would (other sizes and parameters than the warm-up's), then
+#: prints the clustering kernels it compiled rather than loaded from the cache.
+CLUSTERING = """
+import numpy as np, mst_dist
+from mst_dist.clustering import approximate_predict, knn_graph, warmup
+from mst_dist.kernels import compile as kernel_compile
+
+X = np.random.default_rng(7).normal(size=(400, 6))
+X[200:] += 6
+model = mst_dist.HDBSCAN(min_cluster_size=12, min_samples=6, prediction_data=True).fit(X)
+approximate_predict(model, X[:5] + 0.1)
+mst_dist.HDBSCAN(min_cluster_size=12, exact=True).fit(X)
+mst_dist.HDBSCAN(min_cluster_size=12, approximate_knn=True).fit(X)
+mst_dist.hdbscan(knn_graph(X, 10, metric="chebyshev"), 12, cluster_selection_method="leaf")
+knn_graph(X, 10, approximate=True, metric="cosine", symmetrize="mutual")
+compiled = sorted(name for name, d in kernel_compile.dispatchers(warmup._modules()).items()
+                  if sum(d.stats.cache_misses.values()))
+print("compiled:", " ".join(compiled))
+"""
+
+
+def test_clustering_after_warmup_compiles_nothing():
+    import subprocess
+    import sys
+
+    cli.main(["warmup", "-q"])
+    out = subprocess.run([sys.executable, "-c", CLUSTERING], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.splitlines()[-1].split() == ["compiled:"], out.stdout
 
 
 @pytest.mark.parametrize("done", [False, True])
