@@ -46,7 +46,7 @@ SAMPLE_PER_PART = 256
 # task functions (run on workers)
 # ---------------------------------------------------------------------------
 
-def nearest_two(block, offset, centres):
+def nearest_two(block, centres):
     """Each row's two nearest centres, grouped: ``(part, row)`` ascending, each row twice.
 
     Euclidean (the search's points are prepared for their metric; the parts
@@ -192,7 +192,7 @@ def partitioned_nndescent_graph(X, k, metric, p, symmetrize, client, seed, parti
                                            for i, b in enumerate(blocks)]))
     centres = centres_of(sample, partitions, seed)
     P = centres.shape[0]
-    near = [client.submit(nearest_two, b, int(offsets[i]), centres, key=key("near", i))
+    near = [client.submit(nearest_two, b, centres, key=key("near", i))
             for i, b in enumerate(blocks)]
     sizes = np.sum(client.gather([client.submit(part_sizes, asg, P, key=key("sizes", i))
                                   for i, asg in enumerate(near)]), axis=0)
