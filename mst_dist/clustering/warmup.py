@@ -22,6 +22,7 @@ loading what the other compiled.  A stamp beside the cache records it
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 
@@ -83,7 +84,8 @@ def _search_group(kind="float64", cluster=True):
     """The searches of points: exact kNN graphs (k-d trees) and approximate ones (NN-descent), the recall.
 
     With ``cluster``: the exact search over a Dask array's boxes too, on a
-    cluster of this process's threads.
+    cluster of this process's threads.  ``kind``: the argument a compile
+    process passes (:data:`GROUPS`); the points are float64 whatever it says.
     """
     from mst_dist.clustering import knn_graph, knn_recall
 
@@ -103,7 +105,10 @@ def _search_group(kind="float64", cluster=True):
 
 def _hierarchy_group(kind="float64"):
     """HDBSCAN of a graph (both ways of condensing ties, the estimator's attributes), the forest's
-    hierarchy, and the joins of the exact tree (on read-only points too); no search of points."""
+    hierarchy, and the joins of the exact tree (on read-only points too); no search of points.
+
+    ``kind``: the argument a compile process passes (:data:`GROUPS`), unused.
+    """
     import mst_dist
     from mst_dist.clustering.hdbscan import hdbscan
     from mst_dist.clustering.joins import with_joins
@@ -123,23 +128,14 @@ def _hierarchy_group(kind="float64"):
         with_joins(g, points, 5, exact=True)
 
 
+@contextlib.contextmanager
 def _threads_cluster():
-    """A cluster of two workers, threads of this process (a context manager giving its client)."""
-    import contextlib
-
+    """A cluster of two workers, threads of this process: its client, the cluster closed after."""
     from distributed import Client, LocalCluster
 
-    stack = contextlib.ExitStack()
-    cluster = stack.enter_context(LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                               dashboard_address=None))
-    client = stack.enter_context(Client(cluster, set_as_default=False))
-
-    @contextlib.contextmanager
-    def held():
-        with stack:
-            yield client
-
-    return held()
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
+            Client(cluster, set_as_default=False) as client:
+        yield client
 
 
 def _dask_points(X):
