@@ -328,30 +328,53 @@ def distributed_knn_graph(X, k, *, metric="euclidean", p=2, symmetrize="union", 
         return _run(X, k, metric, p, symmetrize, c, partitions)
 
 
+def checked_k(k, n):
+    """``k`` as an int if ``1 <= k < n``, else a ``ValueError``."""
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k < n:
+        raise ValueError(f"k must be an integer in [1, {n - 1}] (fewer than the {n} points), got {k!r}")
+    return int(k)
+
+
+@dataclass
+class Search:
+    """A search of ``n`` points: its ``k``, its token, and where each chunk's rows start (``offsets``)."""
+
+    n: int
+    k: int
+    tok: str
+    offsets: np.ndarray
+
+    def key(self, stage, *idx):
+        """The key of a task of this search: ``mst-knn-<stage>-<token>-<i>...``."""
+        return f"mst-knn-{stage}-{self.tok}-" + "-".join(str(i) for i in idx)
+
+    def sample(self, client, blocks, rows):
+        """About ``rows`` rows drawn from all the chunks ``blocks``, here."""
+        per_chunk = max(1, min(SAMPLE_ROWS, rows // max(1, len(blocks)) + 1))
+        return np.concatenate(client.gather([client.submit(sample_rows, b, per_chunk, i, key=self.key("sample", i))
+                                             for i, b in enumerate(blocks)]))
+
+
+def prepared_chunks(X, k, metric, client):
+    """``(search, blocks)``: the :class:`Search` of a Dask array of points (or an array, chunked for the
+    cluster) and the futures of its chunks, validated and prepared on the workers."""
+    X = dask_points(X, client).rechunk({1: -1})
+    n = int(X.shape[0])
+    search = Search(n, checked_k(k, n), uuid.uuid4().hex[:12],
+                    np.concatenate([[0], np.cumsum(X.chunks[0])]).astype(np.int64))
+    raw = client.compute(list(X.to_delayed().ravel()))
+    return search, [client.submit(prepared_block, r, int(search.offsets[i]), n, metric, key=search.key("block", i))
+                    for i, r in enumerate(raw)]
+
+
 def _run(X, k, metric, p, symmetrize, client, partitions):
     metric = metric.lower()
     code, p = metric_of(metric, p)
-    X = dask_points(X, client).rechunk({1: -1})
-    n = int(X.shape[0])
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k < n:
-        raise ValueError(f"k must be an integer in [1, {n - 1}] (fewer than the {n} points), got {k!r}")
-    k = int(k)
-    tok = uuid.uuid4().hex[:12]
+    search, blocks = prepared_chunks(X, k, metric, client)
+    n, k, tok, offsets, key = search.n, search.k, search.tok, search.offsets, search.key
     threads = sum(client.nthreads().values()) or 1
     P = int(partitions or 2 * threads)
-    offsets = np.concatenate([[0], np.cumsum(X.chunks[0])]).astype(np.int64)
-    raw = client.compute(list(X.to_delayed().ravel()))
-
-    def key(stage, *idx):
-        return f"mst-knn-{stage}-{tok}-" + "-".join(str(i) for i in idx)
-
-    blocks = [client.submit(prepared_block, r, int(offsets[i]), n, metric, key=key("block", i))
-              for i, r in enumerate(raw)]
-    del raw
-    per_chunk = max(1, min(SAMPLE_ROWS, (64 * P) // max(1, len(blocks)) + 1))
-    samples = client.gather([client.submit(sample_rows, b, per_chunk, i, key=key("sample", i))
-                             for i, b in enumerate(blocks)])
-    splits, P = split_tree(np.concatenate(samples), P)
+    splits, P = split_tree(search.sample(client, blocks, 64 * P), P)
     assigned = [client.submit(assign, b, int(offsets[i]), *splits, key=key("assign", i))
                 for i, b in enumerate(blocks)]
     parts = []
@@ -390,8 +413,8 @@ def held_graph(client, edges, tok, n, *, name, source, meta):
     """
     from mst_dist.graph import FunctionSource, Graph
 
-    counts = client.gather([client.submit(edge_count, e, key=e.key.replace("-edges-", "-count-", 1))
-                            for e in edges])
+    counts = client.gather([client.submit(edge_count, e, key=f"mst-knn-count-{tok}-{i}")
+                            for i, e in enumerate(edges)])
     _CLIENTS[tok] = client
     names = [e.key for e in edges]
     client.publish_dataset(**dict(zip(names, edges)))

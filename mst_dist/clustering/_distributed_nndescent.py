@@ -30,7 +30,6 @@ Tasks ``mst-knn-<stage>-<token>-<i>``, in stages:
 from __future__ import annotations
 
 import operator
-import uuid
 
 import numpy as np
 
@@ -172,24 +171,9 @@ def partitioned_nndescent_graph(X, k, metric, p, symmetrize, client, seed, parti
     """The approximate kNN graph of a Dask array of points in ``partitions`` overlapping parts (see the module)."""
     metric = metric.lower()
     code, p = metric_of(metric, p)
-    X = dk.dask_points(X, client).rechunk({1: -1})
-    n = int(X.shape[0])
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k < n:
-        raise ValueError(f"k must be an integer in [1, {n - 1}] (fewer than the {n} points), got {k!r}")
-    k = int(k)
-    tok = uuid.uuid4().hex[:12]
-    offsets = np.concatenate([[0], np.cumsum(X.chunks[0])]).astype(np.int64)
-    raw = client.compute(list(X.to_delayed().ravel()))
-
-    def key(stage, *idx):
-        return f"mst-knn-{stage}-{tok}-" + "-".join(str(i) for i in idx)
-
-    blocks = [client.submit(dk.prepared_block, r, int(offsets[i]), n, metric, key=key("block", i))
-              for i, r in enumerate(raw)]
-    del raw
-    per_chunk = max(1, min(dk.SAMPLE_ROWS, (SAMPLE_PER_PART * partitions) // max(1, len(blocks)) + 1))
-    sample = np.concatenate(client.gather([client.submit(dk.sample_rows, b, per_chunk, i, key=key("sample", i))
-                                           for i, b in enumerate(blocks)]))
+    search, blocks = dk.prepared_chunks(X, k, metric, client)
+    n, k, tok, offsets, key = search.n, search.k, search.tok, search.offsets, search.key
+    sample = search.sample(client, blocks, SAMPLE_PER_PART * partitions)
     centres = centres_of(sample, partitions, seed)
     P = centres.shape[0]
     near = [client.submit(nearest_two, b, centres, key=key("near", i))

@@ -157,9 +157,7 @@ def _approximate_on_one_worker(X, k, metric, p, symmetrize, client, seed):
 
     X = dk.dask_points(X, client)
     n = int(X.shape[0])
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k < n:
-        raise ValueError(f"k must be an integer in [1, {n - 1}] (fewer than the {n} points), got {k!r}")
-    k = int(k)
+    k = dk.checked_k(k, n)
     tok = uuid.uuid4().hex[:12]
     whole = client.compute(X.rechunk({0: -1, 1: -1}).to_delayed().ravel()[0])
     edges = client.submit(edges_task, whole, k, metric.lower(), p, symmetrize, seed, key=f"mst-knn-edges-{tok}-0")
