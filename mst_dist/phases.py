@@ -81,7 +81,6 @@ class Step(_Name):
     CHOSEN = "chosen", Phase.CONTRACT
     STATS = "stats", Phase.CONTRACT
     HOOK = "hook", Phase.CONTRACT
-    PARENTS = "parents", Phase.CONTRACT
     JUMP = "jump", Phase.CONTRACT
     JUMPED = "jumped", Phase.CONTRACT
     FOREST_COUNT = "forest-count", Phase.CONTRACT
@@ -174,11 +173,7 @@ class ExchangeStage(_Name):
     """A task of one exchange between the tasks asking for ids and the owners of their ranges."""
 
     SPLIT = "split"            #: a requester's ids, sorted and cut by owner
-    READY = "ready"            #: where a worker's requests are
-    ASKED = "asked"            #: where every request is
     SERVE = "serve"            #: an owner answers what it was asked
-    DONE = "done"              #: where a worker's answers are
-    ANSWERED = "answered"      #: where every answer is
     ASSEMBLE = "assemble"      #: a requester puts its answers back in its ids' order
 
 

@@ -3,25 +3,24 @@
 Pregel's request-respond as one all-to-all whose task count grows with the
 number of workers ``P``, never with pairs of them.  ``J`` requesters each
 hold some ids (a chunk's endpoints, a range's parents); ``R`` owners each
-hold the values of one range of ids.  :func:`exchange` submits, with no wait::
+hold the values of one range of ids.  :func:`exchange` submits::
 
     split     J tasks   a requester's ids, sorted and cut by owner (each id once)
-    ready     G tasks   one per worker of requesters: its splits are in memory there
-    asked     1 task    the barrier: where every split is
     serve     R tasks   an owner pulls its part of every split and answers it
-    done      H tasks   one per worker of owners: its answers are in memory there
-    answered  1 task    the barrier: where every answer is
     assemble  J tasks   a requester pulls its answer from every owner, in its ids' order
 
-``2J + R + G + H + 2`` tasks, whatever the number of pairs.  The parts do
-not travel as task outputs (that would take one task per pair of workers,
-or ship whole splits to every owner): a ``serve`` task asks each worker
-holding splits for its own part of them, worker to worker over Dask's comm
+``2J + R`` tasks, whatever the number of pairs.  The parts do not travel
+as task outputs (that would take one task per pair of workers, or ship
+whole splits to every owner): a ``serve`` task asks each worker holding
+splits for its own part of them, worker to worker over Dask's comm
 (:class:`ExchangePlugin`'s handler), and an ``assemble`` task asks each
-owner's worker for its answer.  The small ``ready``/``done`` tasks and the
-barriers only say where the data is, so the scheduler sees every stage
-(its task stream, the dashboard's phases) and orders them, and the bytes
-moved are the requested ids and their answers.
+owner's worker for its answer.  Between the stages the client waits for
+the stage before and asks the scheduler once where its outputs are; the
+next stage's tasks are handed those addresses (a barrier as two tasks per
+stage and one per worker costs the scheduler more than the client's wait,
+and more as the workers grow).  So the scheduler sees every stage (its
+task stream, the dashboard's phases), and the bytes moved are the
+requested ids and their answers.
 
 Every output stays a Dask key the scheduler owns: a split is kept by its
 ``assemble`` task, which takes it; the owners' answers by the exchange's
@@ -42,7 +41,7 @@ import functools
 import weakref
 
 from dask.sizeof import sizeof
-from distributed import WorkerPlugin, get_worker
+from distributed import WorkerPlugin, get_worker, wait
 from distributed.protocol import to_serialize
 from distributed.core import Status
 from distributed.utils import sync
@@ -62,7 +61,8 @@ _registered = weakref.WeakKeyDictionary()  # client -> its scheduler's address, 
 
 def exchange(client, key, requests, owners, *, serve, assemble, split, pins=None, owner_pins=None,
              assemble_kwargs=None, items=None, item_pins=None):
-    """Submit one exchange; futures of the ``J`` assembled answers (one per request, in order).
+    """Submit one exchange (waiting for each stage before the next); futures of the ``J`` assembled
+    answers (one per request, in order).
 
     ``requests``: futures (or values) the ``split`` function takes first;
     ``owners``: the ``R`` owners' states, ``serve(owner, *parts)`` answers
@@ -83,36 +83,56 @@ def exchange(client, key, requests, owners, *, serve, assemble, split, pins=None
     with Batch(client) as b:  # one graph for the exchange's stages
         splits = [b.submit(split, req, key=key("split", j), **pins[j]) for j, req in enumerate(requests)]
         served = pull_all(b, key, splits, pins, functools.partial(_serve, serve, J), [(o,) for o in owners],
-                          owner_pins, how="part", stages=("ready", "asked", "serve"))
+                          owner_pins, how="part", stage="serve")
         held = served + list(items or ())  # what the requesters pull: answers, then items
         out = pull_all(b, key, held, owner_pins + list(item_pins or [{}] * len(items or ())),
                        functools.partial(_assemble, assemble, R, items is not None),
                        [(requests[j], splits[j]) for j in range(J)], pins, how="item",
-                       stages=("done", "answered", "assemble"), kwargs=kwargs)
+                       stage="assemble", kwargs=kwargs)
     return out
 
 
-def pull_all(b, key, sources, source_pins, consume, args, pins, *, how, stages, kwargs=None):
+def pull_all(b, key, sources, source_pins, consume, args, pins, *, how, stage, kwargs=None):
     """Submit to batch ``b`` one task per entry of ``args``: task ``i`` calls
     ``consume(*args[i], *pieces, **kwargs[i])``, ``pieces`` its own piece of each of ``sources``
     (``source.part(i)`` for ``how="part"``, ``source[i]`` for ``"item"``) in order, pulled from the
     workers holding them; futures of the results.
 
-    The all-to-all under every exchange: besides the tasks of ``args``, one
-    task per worker holding sources (``stages[0]``: where they are) and one
-    barrier (``stages[1]``); the tasks of ``args`` are ``stages[2]``, placed
-    by ``pins``.  The sources are held until every result is in.
+    The all-to-all under every exchange.  ``b`` is flushed and the sources
+    waited for here (their tasks' errors raised), then the tasks of ``args``
+    (``key(stage, i)``, placed by ``pins``) are handed where each source is.
+    The sources are held until every result is in.  ``source_pins`` are
+    where the sources were put: a pinned source is looked for there first.
     """
     ensure_plugin(b.client)
     kwargs = kwargs or [{}] * len(args)
-    here = [b.submit(_here, [(i, sources[i].key) for i in js], *[sources[i] for i in js], key=key(stages[0], g),
-                     **source_pins[js[0]])
-            for g, js in enumerate(by_worker(source_pins))]
-    where = b.submit(_where, *here, key=key(stages[1], 0))
-    out = [b.submit(_consume, consume, i, how, where, *a, key=key(stages[2], i), **pins[i], **kwargs[i])
+    b.flush()
+    where = located(b.client, sources, source_pins)
+    out = [b.submit(_consume, consume, i, how, where, *a, key=key(stage, i), **pins[i], **kwargs[i])
            for i, a in enumerate(args)]
     _hold_until_done(list(sources), out)
     return out
+
+
+def located(client, sources, source_pins=None):
+    """``(index, key, address)`` of every one of the futures ``sources``, once all are in memory; the
+    error of a source's task raised as the task's own."""
+    with client.as_current():  # ``wait`` asks the current client
+        wait(sources)  # no data moved
+    for f in sources:
+        if f.status != "finished":
+            f.result()  # raises the task's error as its own (or that it was cancelled)
+    who = client.who_has(sources)
+    where = []
+    for i, f in enumerate(sources):
+        holders = who.get(f.key) or ()
+        pinned = source_pins[i].get("workers") or () if source_pins else ()
+        at = next((w for w in pinned if w in holders), holders[0] if holders else None)
+        if at is None:
+            raise ExchangeLostError(f"exchange output {f.key!r} is on no worker: lost with a worker "
+                                    f"before the next stage began", keys=[f.key])
+        where.append((i, f.key, at))
+    return where
 
 
 def by_requester(key, ids):
@@ -205,16 +225,6 @@ def _pieces(worker, keys, index, how):
 
 
 # -- on the workers --------------------------------------------------------------------------------------------
-
-
-def _here(keyed, *values):
-    """Where the ``values`` (the outputs of keys ``keyed``) are in memory: this worker."""
-    return get_worker().address, keyed
-
-
-def _where(*heres):
-    """The barrier of a stage: ``(index, key, address)`` of every output, in index order."""
-    return sorted((i, k, address) for address, keyed in heres for i, k in keyed)
 
 
 def _consume(consume, i, how, where, *args, **kwargs):

@@ -83,6 +83,7 @@ class RangeParents(NamedTuple):
     parent: np.ndarray
     done: np.ndarray | None = None  #: whether ``parent[c - lo]`` is a root (or ``c`` finished)
     ids: np.ndarray | None = None   #: the components present (sparse), else ``None``: all of ``[lo, hi)``
+    chosen: np.ndarray | None = None  #: the forest edge ids the range's hooking chose, ascending
 
     def pending(self):
         """How many pointers are not at a root yet."""
@@ -211,7 +212,7 @@ def hook(cand: RangeCandidates, split_out, *answers):
     Component ``c`` hooks to ``other``; a mutual pair (both chose the same
     edge) is one forest edge and its smaller id becomes the root.  A
     component with no candidate has no edge left: finished (``-1``).
-    Returns ``(RangeParents, chosen edge ids ascending)``.
+    Returns the :class:`RangeParents`, the chosen edge ids with them.
     """
     lo, hi = cand.lo, cand.hi
     partner_eid = vr.answers_of(split_out, answers)[split_out.at]
@@ -223,20 +224,12 @@ def hook(cand: RangeCandidates, split_out, *answers):
     if vr.few(cand.comp.shape[0], hi - lo):  # pointers over the components present alone
         parent = np.asarray(cand.other, np.int64).copy()
         parent[roots] = cand.comp[roots]
-        return RangeParents(lo, hi, parent, roots.copy(), np.asarray(cand.comp, np.int64)), chosen
+        return RangeParents(lo, hi, parent, roots.copy(), np.asarray(cand.comp, np.int64), chosen)
     parent = np.full(hi - lo, -1, np.int64)
     parent[cand.comp - lo] = cand.other
     parent[cand.comp[roots] - lo] = cand.comp[roots]
     done = (parent < 0) | (parent == np.arange(lo, hi))
-    return RangeParents(lo, hi, parent, done), chosen
-
-
-def parents_of(hooked):
-    return hooked[0]
-
-
-def chosen_of(hooked):
-    return hooked[1]
+    return RangeParents(lo, hi, parent, done, chosen=chosen)
 
 
 # -- contract: pointer jumping ------------------------------------------------------------
@@ -265,11 +258,13 @@ def jump(rp: RangeParents, split_out, *answers):
     new, done = rp.parent.copy(), rp.done.copy()
     new[todo] = at >> 1
     done[todo] = (at & 1).astype(bool)
-    return RangeParents(rp.lo, rp.hi, new, done, rp.ids)
+    return RangeParents(rp.lo, rp.hi, new, done, rp.ids, rp.chosen)
 
 
-def pending(rp: RangeParents):
-    return rp.pending()
+def status(rp: RangeParents):
+    """``(pending, roots, finished, forest edges)`` of one range after a jump: the counts of
+    :func:`counts` and the forest edges its hooking chose are final once no pointer is pending."""
+    return (rp.pending(), *counts(rp), 0 if rp.chosen is None else int(rp.chosen.shape[0]))
 
 
 # -- contract: numbering (filter-nodes) ---------------------------------------------------
@@ -371,6 +366,11 @@ def filter_block(mapped, split_out, *answers, n_next, next_bounds, items=()):
 def route_chosen(chosen, chunk_bounds):
     """A range's forest edge ids cut by the chunks' edge id ranges."""
     return vr.split_by_owner(chosen, chunk_bounds)[1]
+
+
+def route_hooked(rp: RangeParents, chunk_bounds):
+    """The forest edge ids a range's hooking chose, cut by the chunks' edge id ranges."""
+    return route_chosen(rp.chosen, chunk_bounds)
 
 
 def edges_in(mapped):

@@ -32,8 +32,8 @@ def _assemble(ids, split_out, *answers, offset=0):
 @pytest.mark.parametrize("owners_pinned", [False, True])
 def test_exchange_answers_every_requester_in_its_own_order(client2, owners_pinned):
     """Requesters pinned to both workers and unpinned, owners of uneven ranges unpinned or pinned to the
-    workers in turn: each requester gets exactly its lookups, in tasks that grow with the requesters,
-    owners and workers, not with their pairs."""
+    workers in turn: each requester gets exactly its lookups, in tasks that grow with the requesters
+    and owners, not with their pairs."""
     rng = np.random.default_rng(5)
     n = 1000
     values = rng.permutation(n).astype(np.int64) * 7
@@ -57,12 +57,9 @@ def test_exchange_answers_every_requester_in_its_own_order(client2, owners_pinne
     got = client2.gather(out)
     for j, (req, ans) in enumerate(zip(requests, got)):
         np.testing.assert_array_equal(ans, values[req] + j)
-    # 4 requester groups (2 workers, 2 unpinned); owner groups: 7 alone, or the 2 workers
     assert names.count("split") == names.count("assemble") == len(requests)
     assert names.count("serve") == len(owners)
-    assert names.count("ready") == 4 and names.count("done") == (2 if owners_pinned else 7)
-    assert names.count("asked") == names.count("answered") == 1
-    assert len(names) == 2 * len(requests) + len(owners) + 4 + names.count("done") + 2
+    assert len(names) == 2 * len(requests) + len(owners)
 
 
 def test_a_run_that_lost_an_exchange_starts_again_then_gives_up(monkeypatch):

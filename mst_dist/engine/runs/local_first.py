@@ -103,7 +103,7 @@ def contract_locally(store, st, raws, offsets):
                  for g, js in enumerate(groups)]
         parents = pull_all(b, pkey, pairs, [store.pins[js[0]] for js in groups], ranged.local_parents,
                            [(int(bounds[r]), int(bounds[r + 1])) for r in range(R)], rpins,
-                           how="item", stages=("ready", "asked", "serve"))
+                           how="item", stage="serve")
     rmaps, n_next, finished = renumber(store, rnd, parents, bounds, 0)
     t_contract = time.perf_counter()
     nxt = filter_edges(store, rnd, contracted, labels, rmaps, bounds, n_next)

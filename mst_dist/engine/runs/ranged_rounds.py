@@ -121,24 +121,21 @@ def ranged_round(store, sub: SolveState, rr: RangedRound) -> RangedRound:
     rpins = store.range_pins(R)  # a range's tasks run where its owner is: only what is asked moves
     cands = merge_candidates(store, rnd, rr.mapped, bounds)  # merge: per range, a tree of the chunks' candidates
     # contract: hook (mutual pairs found by asking the partner's owner), jump, number, relabel
-    hooked = store.exchange(Step.HOOK, rnd, cands, cands, split=functools.partial(ranged.split_others, bounds=bounds),
-                            serve=ranged.serve_edge_ids, assemble=ranged.hook)
+    parents = store.exchange(Step.HOOK, rnd, cands, cands, split=functools.partial(ranged.split_others, bounds=bounds),
+                             serve=ranged.serve_edge_ids, assemble=ranged.hook)
+    cands = None  # let go once used: arrays over a range
+    # filter-edges takes each range's forest edges cut by chunk
     with Batch(c) as b:
-        parents = [b.submit(ranged.parents_of, h, key=key(Step.PARENTS, rnd, r), **rpins[r])
-                   for r, h in enumerate(hooked)]
-        chosen = [b.submit(ranged.chosen_of, h, key=key(Step.CHOSEN, rnd, r), **rpins[r])
-                  for r, h in enumerate(hooked)]
-    cands = hooked = None  # let go once used: arrays over a range (Dask counts parents, chosen twice while held)
-    parents = _jump(store, rnd, parents, bounds, rpins)
-    rmaps, n_next, finished = renumber(store, rnd, parents, bounds, rr.finished)
+        routes = [b.submit(ranged.route_hooked, p, store.chunk_bounds, key=key(Step.ROUTE, rnd, r), **rpins[r])
+                  for r, p in enumerate(parents)]
+    parents, status = _jump(store, rnd, parents, bounds, rpins)
+    rmaps, n_next, finished = renumber(store, rnd, parents, bounds, rr.finished,
+                                       counted=[(roots, fins) for _, roots, fins, _ in status])
+    found = [forest for *_, forest in status]
     parents = None
     t_contract = time.perf_counter()
     # filter-edges: each chunk asks for its ids' new ids, takes the forest edges of its own edge ids,
     # and maps the next round
-    with Batch(c) as b:
-        routes = [b.submit(ranged.route_chosen, ch, store.chunk_bounds, key=key(Step.ROUTE, rnd, r), **rpins[r])
-                  for r, ch in enumerate(chosen)]
-        found = [b.submit(len, ch, key=key(Step.FOREST_COUNT, rnd, r), **rpins[r]) for r, ch in enumerate(chosen)]
     nxt = filter_edges(store, rnd, rr.mapped, rr.labels, rmaps, bounds, n_next, routes, pending=rr.pending)
     end_round(store, sub, "partitioned", (t0, t_contract), (rr.n_comp, n_next), nxt.mapped, found, ranges=R)
     nxt.finished = finished
@@ -146,7 +143,8 @@ def ranged_round(store, sub: SolveState, rr: RangedRound) -> RangedRound:
 
 
 def _jump(store, rnd, parents, bounds, rpins):
-    """Pointer jumping until every component points at its root (each jump an exchange)."""
+    """Pointer jumping until every component points at its root (each jump an exchange); the parents,
+    and each range's :func:`~mst_dist.engine.ranged.status` after the last jump."""
     c, key = store.run.client, store.run.builder.key
     jumps, pending = 0, 1  # after hooking, some component points at a non-root unless all are roots
     while pending:
@@ -155,22 +153,26 @@ def _jump(store, rnd, parents, bounds, rpins):
                                  serve=ranged.serve_parents, assemble=ranged.jump)
         jumps += 1
         with Batch(c) as b:
-            left = [b.submit(ranged.pending, p, key=key(Step.JUMPED, rnd, f"{jumps}.{r}"), **rpins[r])
+            left = [b.submit(ranged.status, p, key=key(Step.JUMPED, rnd, f"{jumps}.{r}"), **rpins[r])
                     for r, p in enumerate(parents)]
-        pending = sum(c.gather(left))
+        status = c.gather(left)
+        pending = sum(s[0] for s in status)
         if pending and jumps > MAX_JUMPS:  # each jump halves every chain: a hooking with a cycle never ends
             raise RuntimeError(f"round {rnd}: {pending} component(s) still point at a non-root after {jumps} "
                                f"pointer jumps; the hooking made a cycle (a bug: please report it)")
-    return parents
+    return parents, status
 
 
-def renumber(store, rnd, parents, bounds, finished):
-    """filter-nodes: roots and finished components numbered (a prefix sum of per-range counts), every
+def renumber(store, rnd, parents, bounds, finished, counted=None):
+    """filter-nodes: roots and finished components numbered (a prefix sum of per-range counts,
+    ``counted`` where known: :func:`~mst_dist.engine.ranged.counts` of each range), every
     component's new id asked of its root's owner. ``(round maps per range, n_next, finished)``."""
     c, key = store.run.client, store.run.builder.key
     rpins = store.range_pins(len(parents))
-    with Batch(c) as b:
-        counted = [b.submit(ranged.counts, p, key=key(Step.COUNTS, rnd, r), **rpins[r]) for r, p in enumerate(parents)]
+    if counted is None:
+        with Batch(c) as b:
+            counted = [b.submit(ranged.counts, p, key=key(Step.COUNTS, rnd, r), **rpins[r])
+                       for r, p in enumerate(parents)]
     counts = c.gather(counted)
     roots = np.array([a for a, _ in counts], np.int64)
     fins = np.array([b for _, b in counts], np.int64)
@@ -283,7 +285,7 @@ def base_case(store, sub: SolveState, rr: RangedRound, canonical=False):
         count = c.submit(ranged.canonical_count, whole, key=key(Step.LABELS_COUNT, sub.rnd))
         with Batch(c) as b:
             labels = pull_all(b, store.key(Step.LABELS, sub.rnd), [whole], [{}], ranged.taken, [()] * R,
-                              store.range_pins(R), how="part", stages=("ready", "asked", "serve"))
+                              store.range_pins(R), how="part", stage="serve")
     else:
         bmap = c.submit(ranged.base_map, n_base, *base.maps, key=key(Step.BASE_MAP, sub.rnd))
         labels = store.exchange(Step.LABELS, sub.rnd, rr.labels, [bmap],
@@ -306,7 +308,7 @@ def merge_candidates(store, rnd, mapped, bounds):
                   for g, js in enumerate(groups)]
         return pull_all(b, key, tables, [store.pins[js[0]] for js in groups], ranged.merged_range,
                         [(int(bounds[r]), int(bounds[r + 1])) for r in range(R)], store.range_pins(R),
-                        how="item", stages=("ready", "asked", "serve"))
+                        how="item", stage="serve")
 
 
 def canonical_labels(store, rnd, parts):
@@ -336,7 +338,7 @@ def canonical_labels(store, rnd, parts):
         # each owner takes its part of every range's numbers, worker to worker
         kept = pull_all(b, store.key(Step.NUMBERED_PART, rnd), pushed, fpins, ranged.keep_labels,
                         [(int(fb[r]), int(fb[r + 1])) for r in range(R)], store.range_pins(R),
-                        how="part", stages=("ready", "asked", "serve"))
+                        how="part", stage="serve")
     labels = store.exchange(Step.CANONICAL, rnd, firsts, kept, split=functools.partial(ranged.split_fids, bounds=fb),
                             serve=ranged.serve_map, assemble=ranged.final_labels)
     return labels, int(sum(counts))
