@@ -522,7 +522,9 @@ def one_round(raws, offsets, n, R):
     done("merge")
     hooked = exchange(cands, cands, functools.partial(ranged.split_others, bounds=b), ranged.serve_edge_ids,
                       ranged.hook)
-    parents = [h[0] for h in hooked]
+    # the hooking gives RangeParents carrying its chosen edges (a pair of both in versions before 0e187cc)
+    parents = [h if hasattr(h, "chosen") else h[0] for h in hooked]
+    chosen = [h.chosen if hasattr(h, "chosen") else h[1] for h in hooked]
     done("hook")
     while sum(p.pending() for p in parents):
         parents = exchange(parents, parents, functools.partial(ranged.split_parents, bounds=b), ranged.serve_parents,
@@ -542,7 +544,7 @@ def one_round(raws, offsets, n, R):
     done("filter-edges")
     labels = exchange(labels, rmaps, functools.partial(ranged.split_live, bounds=b), ranged.serve_map, ranged.follow)
     done("labels")
-    h = hashlib.sha1(np.sort(np.concatenate([x[1] for x in hooked])).tobytes())
+    h = hashlib.sha1(np.sort(np.concatenate(chosen)).tobytes())
     for vl in labels:
         h.update(np.asarray(vl.labels, np.int64).tobytes())
     return steps, h.hexdigest() + f"-{n_next}-{sum(len(m[0].chunk) for m in mapped)}"
