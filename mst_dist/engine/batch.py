@@ -14,7 +14,7 @@ both ways on 2 in-process workers (see docs/benchmarks.md).
 
 The futures handed back name keys the scheduler does not know until the
 flush: use a batch as a context manager (it flushes on leaving) and wait on
-nothing it handed back inside it.  The futures a task takes are held until
+nothing it handed back inside it before calling :meth:`flush`.  The futures a task takes are held until
 the flush too: a caller may let them go once submitted.  With a Dask older
 than its task specification (``dask._task_spec``, Dask 2025.1), each call is
 a plain ``submit``.

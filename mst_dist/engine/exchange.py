@@ -80,7 +80,7 @@ def exchange(client, key, requests, owners, *, serve, assemble, split, pins=None
     pins = pins or [{}] * J
     owner_pins = owner_pins or [{}] * R
     kwargs = assemble_kwargs or [{}] * J
-    with Batch(client) as b:  # one graph for the exchange's stages
+    with Batch(client) as b:  # one graph a stage (pull_all flushes the stage before it waits)
         splits = [b.submit(split, req, key=key("split", j), **pins[j]) for j, req in enumerate(requests)]
         served = pull_all(b, key, splits, pins, functools.partial(_serve, serve, J), [(o,) for o in owners],
                           owner_pins, how="part", stage="serve")

@@ -262,9 +262,13 @@ def jump(rp: RangeParents, split_out, *answers):
 
 
 def status(rp: RangeParents):
-    """``(pending, roots, finished, forest edges)`` of one range after a jump: the counts of
-    :func:`counts` and the forest edges its hooking chose are final once no pointer is pending."""
-    return (rp.pending(), *counts(rp), 0 if rp.chosen is None else int(rp.chosen.shape[0]))
+    """``(pending, roots, finished, forest edges)`` of one range after a jump; the counts of
+    :func:`counts` and the forest edges its hooking chose once no pointer of the range is pending
+    (zeros before: they are read only after the last jump)."""
+    pending = rp.pending()
+    if pending:
+        return pending, 0, 0, 0
+    return (0, *counts(rp), 0 if rp.chosen is None else int(rp.chosen.shape[0]))
 
 
 # -- contract: numbering (filter-nodes) ---------------------------------------------------
