@@ -495,7 +495,7 @@ if __name__ == "__main__":
 
 
 _ROUND_CHILD = r"""
-import functools, hashlib, json, sys, time
+import functools, hashlib, inspect, json, sys, time
 import numpy as np
 import mst_dist
 from mst_dist.engine import ranged
@@ -514,21 +514,36 @@ def one_round(raws, offsets, n, R):
         now = time.perf_counter()
         steps[step], t[0] = now - t[0], now
     b = vr.even_bounds(n, R)
+    total = sum(len(raw[0]) for raw in raws)
     mapped = [ranged.prepare(raw, off, n, b) for raw, off in zip(raws, offsets)]
     labels = [ranged.first_labels(int(b[r]), int(b[r + 1])) for r in range(R)]
     done("prepare")
-    cands = [ranged.range_candidates(ranged.merge(int(b[r]), int(b[r + 1]), *[mp[1][r] for mp in mapped]),
-                                     int(b[r]), int(b[r + 1])) for r in range(R)]
+    # versions whose candidates and parents carry their own asks (the next stage's split) take the bounds
+    carried = "bounds" in inspect.signature(ranged.jump).parameters
+    if carried:
+        cands = [ranged.merged_range(int(b[r]), int(b[r + 1]), *[mp[1][r] for mp in mapped], bounds=b)
+                 for r in range(R)]
+    else:
+        cands = [ranged.range_candidates(ranged.merge(int(b[r]), int(b[r + 1]), *[mp[1][r] for mp in mapped]),
+                                         int(b[r]), int(b[r + 1])) for r in range(R)]
     done("merge")
-    hooked = exchange(cands, cands, functools.partial(ranged.split_others, bounds=b), ranged.serve_edge_ids,
-                      ranged.hook)
+    if carried:
+        hooked = exchange(cands, cands, lambda q: q, ranged.serve_edge_ids,
+                          functools.partial(ranged.hook, bounds=b, chunk_bounds=np.append(offsets, total)))
+    else:
+        hooked = exchange(cands, cands, functools.partial(ranged.split_others, bounds=b), ranged.serve_edge_ids,
+                          ranged.hook)
     # the hooking gives RangeParents carrying its chosen edges (a pair of both in versions before 0e187cc)
     parents = [h if hasattr(h, "chosen") else h[0] for h in hooked]
     chosen = [h.chosen if hasattr(h, "chosen") else h[1] for h in hooked]
     done("hook")
     while sum(p.pending() for p in parents):
-        parents = exchange(parents, parents, functools.partial(ranged.split_parents, bounds=b), ranged.serve_parents,
-                           ranged.jump)
+        if carried:
+            parents = exchange(parents, parents, lambda q: q, ranged.serve_parents,
+                               functools.partial(ranged.jump, bounds=b))
+        else:
+            parents = exchange(parents, parents, functools.partial(ranged.split_parents, bounds=b),
+                               ranged.serve_parents, ranged.jump)
     done("jump")
     counts = [ranged.counts(p) for p in parents]
     roots, fins = np.array([a for a, _ in counts]), np.array([f for _, f in counts])

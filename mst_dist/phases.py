@@ -98,8 +98,6 @@ class Step(_Name):
     LIGHT = "light", Phase.FILTER_EDGES
     HEAVY = "heavy", Phase.FILTER_EDGES
     COUNT = "count", Phase.FILTER_EDGES
-    ROUTE = "route", Phase.FILTER_EDGES
-    ROUTED = "routed", Phase.FILTER_EDGES
     # local contraction (a partitioned run's first step)
     LOCAL_PREPARE = "local-prepare", Phase.LOCAL_CONTRACTION
     PROBE = "probe", Phase.LOCAL_CONTRACTION

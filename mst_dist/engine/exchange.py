@@ -9,7 +9,9 @@ hold the values of one range of ids.  :func:`exchange` submits::
     serve     R tasks   an owner pulls its part of every split and answers it
     assemble  J tasks   a requester pulls its answer from every owner, in its ids' order
 
-``2J + R`` tasks, whatever the number of pairs.  The parts do not travel
+``2J + R`` tasks, whatever the number of pairs; ``J + R`` where the task
+that made a request cut it already (a pointer jump's parents are the next
+jump's split: ``split=None``).  The parts do not travel
 as task outputs (that would take one task per pair of workers, or ship
 whole splits to every owner): a ``serve`` task asks each worker holding
 splits for its own part of them, worker to worker over Dask's comm
@@ -60,34 +62,38 @@ _registered = weakref.WeakKeyDictionary()  # client -> its scheduler's address, 
 
 
 def exchange(client, key, requests, owners, *, serve, assemble, split, pins=None, owner_pins=None,
-             assemble_kwargs=None, items=None, item_pins=None):
+             assemble_kwargs=None, items=None, item_pins=None, item_how="item"):
     """Submit one exchange (waiting for each stage before the next); futures of the ``J`` assembled
     answers (one per request, in order).
 
     ``requests``: futures (or values) the ``split`` function takes first;
-    ``owners``: the ``R`` owners' states, ``serve(owner, *parts)`` answers
-    them with one answer per requester (parts in requester order);
+    ``split=None``: each request is its own split already (it has ``part``
+    and ``at``, cut by the task that made it: no split stage, ``J + R``
+    tasks); ``owners``: the ``R`` owners' states, ``serve(owner, *parts)``
+    answers them with one answer per requester (parts in requester order);
     ``assemble(request, split_out, *answers, **assemble_kwargs[j])`` gives
     the requester's result from the owners' answers in owner order (the
-    keyword values may hold futures).  ``items``: futures of lists with one
-    entry per requester, of which requester ``j`` takes its own entries as
-    the ``items`` keyword of ``assemble`` (pulled as the answers are; placed
-    by ``item_pins``).  ``pins``/``owner_pins``: the ``submit`` keywords
-    placing each requester/owner (see
-    :func:`~mst_dist.engine.placement.pin`); ``key(stage, index)`` names the tasks.
+    keyword values may hold futures).  ``items``: futures of which
+    requester ``j`` takes its own piece (``item[j]``, or ``item.routed(j)``
+    with ``item_how="routed"``) as the ``items`` keyword of ``assemble``
+    (pulled as the answers are; placed by ``item_pins``).
+    ``pins``/``owner_pins``: the ``submit`` keywords placing each
+    requester/owner (see :func:`~mst_dist.engine.placement.pin`);
+    ``key(stage, index)`` names the tasks.
     """
     J, R = len(requests), len(owners)
     pins = pins or [{}] * J
     owner_pins = owner_pins or [{}] * R
     kwargs = assemble_kwargs or [{}] * J
+    items = list(items or ())
     with Batch(client) as b:  # one graph a stage (pull_all flushes the stage before it waits)
-        splits = [b.submit(split, req, key=key("split", j), **pins[j]) for j, req in enumerate(requests)]
+        splits = requests if split is None else [b.submit(split, req, key=key("split", j), **pins[j])
+                                                 for j, req in enumerate(requests)]
         served = pull_all(b, key, splits, pins, functools.partial(_serve, serve, J), [(o,) for o in owners],
                           owner_pins, how="part", stage="serve")
-        held = served + list(items or ())  # what the requesters pull: answers, then items
-        out = pull_all(b, key, held, owner_pins + list(item_pins or [{}] * len(items or ())),
-                       functools.partial(_assemble, assemble, R, items is not None),
-                       [(requests[j], splits[j]) for j in range(J)], pins, how="item",
+        out = pull_all(b, key, served + items, owner_pins + list(item_pins or [{}] * len(items)),
+                       functools.partial(_assemble, assemble, R, bool(items)),
+                       [(requests[j], splits[j]) for j in range(J)], pins, how=["item"] * R + [item_how] * len(items),
                        stage="assemble", kwargs=kwargs)
     return out
 
@@ -95,8 +101,8 @@ def exchange(client, key, requests, owners, *, serve, assemble, split, pins=None
 def pull_all(b, key, sources, source_pins, consume, args, pins, *, how, stage, kwargs=None):
     """Submit to batch ``b`` one task per entry of ``args``: task ``i`` calls
     ``consume(*args[i], *pieces, **kwargs[i])``, ``pieces`` its own piece of each of ``sources``
-    (``source.part(i)`` for ``how="part"``, ``source[i]`` for ``"item"``) in order, pulled from the
-    workers holding them; futures of the results.
+    in order, pulled from the workers holding them; futures of the results.  Which piece
+    (:data:`PIECES`): ``how``, one for all sources or a list with one per source.
 
     The all-to-all under every exchange.  ``b`` is flushed and the sources
     waited for here (their tasks' errors raised), then the tasks of ``args``
@@ -107,8 +113,8 @@ def pull_all(b, key, sources, source_pins, consume, args, pins, *, how, stage, k
     ensure_plugin(b.client)
     kwargs = kwargs or [{}] * len(args)
     b.flush()
-    where = located(b.client, sources, source_pins)
-    out = [b.submit(_consume, consume, i, how, where, *a, key=key(stage, i), **pins[i], **kwargs[i])
+    where = [(*at, how if isinstance(how, str) else how[at[0]]) for at in located(b.client, sources, source_pins)]
+    out = [b.submit(_consume, consume, i, where, *a, key=key(stage, i), **pins[i], **kwargs[i])
            for i, a in enumerate(args)]
     _hold_until_done(list(sources), out)
     return out
@@ -185,7 +191,7 @@ class ExchangePlugin(WorkerPlugin):
     """The worker side of an exchange: a handler giving a piece of exchange outputs held in this worker's memory.
 
     ``take(keys, index, how)`` answers ``{"data": {key: piece}, "missing": [...]}``;
-    the piece of a split is ``split.part(index)`` (what owner ``index`` is
+    the piece (:data:`PIECES`) of a split is ``split.part(index)`` (what owner ``index`` is
     asked), of an owner's answers ``answers[index]`` (requester ``index``'s).
     ``sent`` counts the bytes handed out, per ``(run token, round)`` of the keys.
     """
@@ -227,10 +233,10 @@ def _pieces(worker, keys, index, how):
 # -- on the workers --------------------------------------------------------------------------------------------
 
 
-def _consume(consume, i, how, where, *args, **kwargs):
+def _consume(consume, i, where, *args, **kwargs):
     """Task ``i`` of :func:`pull_all`: its piece of every source, pulled, then ``consume``."""
-    got = _pull(where, i, how)
-    return consume(*args, *[got[k] for _, k, _ in where], **kwargs)
+    got = _pull(where, i)
+    return consume(*args, *[got[k] for _, k, _, _ in where], **kwargs)
 
 
 def _serve(serve, J, owner, *parts):
@@ -248,24 +254,25 @@ def _assemble(assemble, R, with_items, request, split_out, *pieces, **kwargs):
     return assemble(request, split_out, *pieces[:R], **kwargs)
 
 
-def _pull(located, index, how):
-    """``{key: piece}`` of every key of ``located`` (``(i, key, address)``), from the workers holding them;
+def _pull(located, index):
+    """``{key: piece}`` of every key of ``located`` (``(i, key, address, how)``), from the workers holding them;
     keys not found there are looked for where the scheduler says they are now (a copy Dask moved), and
     one no worker holds (lost with a worker: the run starts again, see
     :func:`~mst_dist.engine.runs.execute`) is :class:`~mst_dist.errors.ExchangeLostError`."""
     worker = get_worker()
-    where = {}
-    for _, k, address in located:
-        where.setdefault(address, []).append(k)
-    got, missing, nbytes = _take_all(worker, where, index, how)
+    where, how = {}, {}
+    for _, k, address, h in located:
+        where.setdefault((address, h), []).append(k)
+        how[k] = h
+    got, missing, nbytes = _take_all(worker, where, index)
     if missing:
         who = sync(worker.loop, worker.scheduler.who_has, keys=missing)
         lost = [k for k in missing if not who.get(k)]
         where = {}
         for k in missing:
             if who.get(k):
-                where.setdefault(who[k][0], []).append(k)
-        more, still, nb = _take_all(worker, where, index, how)
+                where.setdefault((who[k][0], how[k]), []).append(k)
+        more, still, nb = _take_all(worker, where, index)
         got.update(more)
         nbytes += nb
         if lost or still:
@@ -276,22 +283,22 @@ def _pull(located, index, how):
     return got
 
 
-def _take_all(worker, where, index, how):
-    """``(got, missing, bytes from other workers)`` of the keys of ``where`` (address -> keys): this
-    worker's and its siblings' (:func:`_siblings`) read here, the others' asked over the comm at once."""
+def _take_all(worker, where, index):
+    """``(got, missing, bytes from other workers)`` of the keys of ``where`` (``(address, how)`` -> keys):
+    this worker's and its siblings' (:func:`_siblings`) read here, the others' asked over the comm at once."""
     siblings = _siblings(worker)
     got, missing, nbytes, remote = {}, [], 0, {}
-    for address, keys in where.items():
+    for (address, how), keys in where.items():
         holder = siblings.get(address)
         if holder is None:
-            remote[address] = keys
+            remote[address, how] = keys
             continue
         data, lost = _pieces(holder, keys, index, how)
         got.update(data)
         missing += lost
         nbytes += sum(sizeof(v) for v in data.values()) if holder is not worker else 0
     if remote:
-        results = sync(worker.loop, _ask_all, worker, remote, index, how)
+        results = sync(worker.loop, _ask_all, worker, remote, index)
         for data, lost in results:
             got.update(data)
             missing += lost
@@ -299,12 +306,23 @@ def _take_all(worker, where, index, how):
     return got, missing, nbytes
 
 
-async def _ask_all(worker, where, index, how):
-    return await asyncio.gather(*(_take(worker, a, ks, index, how) for a, ks in where.items()))
+async def _ask_all(worker, where, index):
+    return await asyncio.gather(*(_take(worker, a, ks, index, how) for (a, how), ks in where.items()))
+
+
+#: The pieces a task takes of another's output (``how``): a split's part for owner ``index``, an owner's
+#: answer to requester ``index`` (``value[index]``), a range's forest edges of chunk ``index``, a range's
+#: counts (the same for every ``index``).
+PIECES = {
+    "part": lambda value, index: value.part(index),
+    "item": lambda value, index: value[index],
+    "routed": lambda value, index: value.routed(index),
+    "summary": lambda value, index: value.summary(),
+}
 
 
 def _piece(value, index, how):
-    return value.part(index) if how == "part" else value[index]
+    return PIECES[how](value, index)
 
 
 async def _take(worker, address, keys, index, how):

@@ -59,7 +59,9 @@ class Block(NamedTuple):
 
 
 class RangeCandidates(NamedTuple):
-    """The merged candidates of one range ``[lo, hi)`` of component ids (sorted by component)."""
+    """The merged candidates of one range ``[lo, hi)`` of component ids (sorted by component), and what
+    the hooking asks of the other ranges (``asks``, :func:`split_others`): a split of its own for the
+    exchange (:meth:`part`, :attr:`at`)."""
 
     lo: int
     hi: int
@@ -67,6 +69,14 @@ class RangeCandidates(NamedTuple):
     key: np.ndarray
     eid: np.ndarray
     other: np.ndarray
+    asks: vr.ValuesSplit | None = None
+
+    def part(self, r):
+        return self.asks.part(r)
+
+    @property
+    def at(self):
+        return self.asks.at
 
 
 class RangeParents(NamedTuple):
@@ -76,6 +86,10 @@ class RangeParents(NamedTuple):
     sorted, each with an edge; ``parent``, ``done`` over them; every other component of ``[lo, hi)`` is
     finished): a streaming pass's first round touches at most two components an edge of its slice,
     however many are live, and no array over the whole range is then made.
+
+    Each jump's output is the next jump's split (:meth:`part`, :attr:`at`: the parents not at a root yet,
+    cut by range), its forest edges are the chunks' to take (:meth:`routed`) and its counts the client's
+    (:meth:`summary`): pieces other tasks pull, no task of their own.
     """
 
     lo: int
@@ -84,6 +98,22 @@ class RangeParents(NamedTuple):
     done: np.ndarray | None = None  #: whether ``parent[c - lo]`` is a root (or ``c`` finished)
     ids: np.ndarray | None = None   #: the components present (sparse), else ``None``: all of ``[lo, hi)``
     chosen: np.ndarray | None = None  #: the forest edge ids the range's hooking chose, ascending
+    chunk_cuts: np.ndarray | None = None  #: where each chunk's edge ids start in ``chosen``
+    asks: vr.ValuesSplit | None = None  #: the next jump's split (:func:`split_parents`)
+
+    def part(self, r):
+        return self.asks.part(r)
+
+    @property
+    def at(self):
+        return self.asks.at
+
+    def routed(self, j):
+        """The forest edge ids of chunk ``j`` the range's hooking chose."""
+        return self.chosen[self.chunk_cuts[j]:self.chunk_cuts[j + 1]]
+
+    def summary(self):
+        return status(self)
 
     def pending(self):
         """How many pointers are not at a root yet."""
@@ -177,9 +207,11 @@ def merge_ranges_of(bounds, *mapped):
     return [merge_range_of(r, int(bounds[r]), int(bounds[r + 1]), *mapped) for r in range(bounds.shape[0] - 1)]
 
 
-def merged_range(lo, hi, *tables):
-    """A range's candidates from every worker's chunks combined: the cheapest edge of each component."""
-    return range_candidates(merge(lo, hi, *tables), lo, hi)
+def merged_range(lo, hi, *tables, bounds):
+    """A range's candidates from every worker's chunks combined: the cheapest edge of each component, with
+    what its hooking asks of the ranges of ``bounds``."""
+    cand = range_candidates(merge(lo, hi, *tables), lo, hi)
+    return cand._replace(asks=split_others(cand, bounds))
 
 
 def merge(lo, hi, *tables):
@@ -206,13 +238,15 @@ def serve_edge_ids(cand: RangeCandidates, *parts):
     return [cand.eid[kern.positions(cand.comp, p)] for p in parts]
 
 
-def hook(cand: RangeCandidates, split_out, *answers):
+def hook(cand: RangeCandidates, split_out, *answers, bounds, chunk_bounds):
     """Parents and forest edges of one range.
 
     Component ``c`` hooks to ``other``; a mutual pair (both chose the same
     edge) is one forest edge and its smaller id becomes the root.  A
     component with no candidate has no edge left: finished (``-1``).
-    Returns the :class:`RangeParents`, the chosen edge ids with them.
+    Returns the :class:`RangeParents`, the chosen edge ids with them (cut by
+    the chunks' edge id ranges ``chunk_bounds``) and the first jump's split
+    (by the ranges of ``bounds``).
     """
     lo, hi = cand.lo, cand.hi
     partner_eid = vr.answers_of(split_out, answers)[split_out.at]
@@ -221,15 +255,18 @@ def hook(cand: RangeCandidates, split_out, *answers):
     chosen = np.sort(cand.eid[~(mutual & (cand.comp > cand.other))])
     # a root's pointer (to itself) and a finished component's are done; the others are known to point at a
     # root only once its owner says so
+    cuts = np.searchsorted(chosen, chunk_bounds)
     if vr.few(cand.comp.shape[0], hi - lo):  # pointers over the components present alone
         parent = np.asarray(cand.other, np.int64).copy()
         parent[roots] = cand.comp[roots]
-        return RangeParents(lo, hi, parent, roots.copy(), np.asarray(cand.comp, np.int64), chosen)
-    parent = np.full(hi - lo, -1, np.int64)
-    parent[cand.comp - lo] = cand.other
-    parent[cand.comp[roots] - lo] = cand.comp[roots]
-    done = (parent < 0) | (parent == np.arange(lo, hi))
-    return RangeParents(lo, hi, parent, done, chosen=chosen)
+        rp = RangeParents(lo, hi, parent, roots.copy(), np.asarray(cand.comp, np.int64), chosen, cuts)
+    else:
+        parent = np.full(hi - lo, -1, np.int64)
+        parent[cand.comp - lo] = cand.other
+        parent[cand.comp[roots] - lo] = cand.comp[roots]
+        done = (parent < 0) | (parent == np.arange(lo, hi))
+        rp = RangeParents(lo, hi, parent, done, chosen=chosen, chunk_cuts=cuts)
+    return rp._replace(asks=split_parents(rp, bounds))
 
 
 # -- contract: pointer jumping ------------------------------------------------------------
@@ -249,16 +286,18 @@ def serve_parents(rp: RangeParents, *parts):
     return out
 
 
-def jump(rp: RangeParents, split_out, *answers):
+def jump(rp: RangeParents, split_out, *answers, bounds):
     """``parent <- parent[parent]`` over the pointers not at a root yet; a pointer is then at a root where
-    the parent's was.  Pointer jumping ends when every pointer is: no last exchange that moves nothing."""
+    the parent's was.  Pointer jumping ends when every pointer is: no last exchange that moves nothing.
+    The next jump's split (by the ranges of ``bounds``) comes with the new parents."""
     got = vr.answers_of(split_out, answers)
     todo = np.flatnonzero(~rp.done)
     at = got[split_out.at]
     new, done = rp.parent.copy(), rp.done.copy()
     new[todo] = at >> 1
     done[todo] = (at & 1).astype(bool)
-    return RangeParents(rp.lo, rp.hi, new, done, rp.ids, rp.chosen)
+    out = rp._replace(parent=new, done=done, asks=None)
+    return out._replace(asks=split_parents(out, bounds))
 
 
 def status(rp: RangeParents):
@@ -269,6 +308,11 @@ def status(rp: RangeParents):
     if pending:
         return pending, 0, 0, 0
     return (0, *counts(rp), 0 if rp.chosen is None else int(rp.chosen.shape[0]))
+
+
+def summaries(*each):
+    """Every range's :func:`status`, pulled by one task for the client."""
+    return list(each)
 
 
 # -- contract: numbering (filter-nodes) ---------------------------------------------------
@@ -340,7 +384,7 @@ def filter_block(mapped, split_out, *answers, n_next, next_bounds, items=()):
     its forest edges, map the next round.
 
     ``items``: this chunk's forest edge ids of the round, one array per
-    range (each range's :func:`route_chosen`, taken by the exchange).  The
+    range (each range's :meth:`RangeParents.routed`, taken by the exchange).  The
     edges stay in the ``(key, eid)`` order.  Returns ``(Block, candidate
     parts for next_bounds)``, as :func:`prepare` does.
     """
@@ -370,11 +414,6 @@ def filter_block(mapped, split_out, *answers, n_next, next_bounds, items=()):
 def route_chosen(chosen, chunk_bounds):
     """A range's forest edge ids cut by the chunks' edge id ranges."""
     return vr.split_by_owner(chosen, chunk_bounds)[1]
-
-
-def route_hooked(rp: RangeParents, chunk_bounds):
-    """The forest edge ids a range's hooking chose, cut by the chunks' edge id ranges."""
-    return route_chosen(rp.chosen, chunk_bounds)
 
 
 def edges_in(mapped):

@@ -1,12 +1,13 @@
 """The batched request/reply of partitioned runs: answers in each requester's order, bundles per worker."""
 import itertools
+from typing import NamedTuple
 
 import numpy as np
 import pytest
 
 from mst_dist.engine.exchange import by_worker, exchange
 from mst_dist.engine.placement import pin
-from mst_dist.kernels.vertex_ranges import cut_sorted, even_bounds
+from mst_dist.kernels.vertex_ranges import Split, cut_sorted, even_bounds
 
 
 def test_by_worker_groups_pinned_requesters_and_leaves_the_rest_alone():
@@ -60,6 +61,52 @@ def test_exchange_answers_every_requester_in_its_own_order(client2, owners_pinne
     assert names.count("split") == names.count("assemble") == len(requests)
     assert names.count("serve") == len(owners)
     assert len(names) == 2 * len(requests) + len(owners)
+
+
+class _Asking(NamedTuple):
+    """A request cut by the task that made it (its own split), with pieces for other requesters."""
+
+    ids: np.ndarray
+    split: Split
+    pieces: list
+
+    def part(self, r):
+        return self.split.part(r)
+
+    def routed(self, j):
+        return self.pieces[j]
+
+
+def _assemble_with_items(req, split_out, *answers, items):
+    return _assemble(req.ids, split_out.split, *answers), [int(x) for x in items]
+
+
+def test_requests_that_are_their_own_splits_and_items_taken_by_method(client2):
+    """``split=None``: each request has its parts already (``J + R`` tasks, no split stage); items taken as
+    ``item.routed(j)`` reach requester ``j`` in item order, from workers other than its own too."""
+    rng = np.random.default_rng(8)
+    n, J = 500, 5
+    values = rng.permutation(n).astype(np.int64)
+    bounds = even_bounds(n, 4)
+    owners = [(int(lo), values[lo:hi]) for lo, hi in zip(bounds[:-1], bounds[1:])]
+    requests = [rng.integers(0, n, size) for size in (40, 0, 7, 260, 33)]
+    asking = [_Asking(r, _split(r, bounds), [100 * j + i for i in range(J)]) for j, r in enumerate(requests)]
+    workers = sorted(client2.scheduler_info()["workers"])
+    pins = [pin(workers[j % 2]) for j in range(J)]
+    names = []
+
+    def key(stage, index=None):
+        names.append(stage)
+        return f"test-asking-{stage}-{index}-{len(names)}"
+
+    held = [client2.scatter([a], workers=[workers[j % 2]])[0] for j, a in enumerate(asking)]
+    out = exchange(client2, key, held, [client2.scatter(o, hash=False) for o in owners], serve=_serve,
+                   assemble=_assemble_with_items, split=None, pins=pins, items=held[:3], item_how="routed",
+                   item_pins=pins[:3])
+    for j, (ans, items) in enumerate(client2.gather(out)):
+        np.testing.assert_array_equal(ans, values[requests[j]])
+        assert items == [j, 100 + j, 200 + j]
+    assert names.count("split") == 0 and names.count("assemble") == J and names.count("serve") == len(owners)
 
 
 def test_a_run_that_lost_an_exchange_starts_again_then_gives_up(monkeypatch):

@@ -89,12 +89,12 @@ def test_a_pass_wider_than_the_budget_reads_its_chunks_in_waves(client2):
 
 class SliceHeld(Held):
     """Which of the slices and the passes' first labels are in memory as each round's
-    contract starts (a hook split of range 0) and as each range's labels follow a round (a labels assemble);
+    contract starts (range 0 serving the hooking) and as each range's labels follow a round (a labels assemble);
     ``first_rounds``: the rounds that begin a pass."""
 
     name = "mst-test-slice-held"
     KEPT = ("pass-relabel-assemble", "pass-close")
-    AT = ("hook-split", "labels-assemble")
+    AT = ("hook-serve", "labels-assemble")
 
     def __init__(self):
         super().__init__()
@@ -104,7 +104,7 @@ class SliceHeld(Held):
         self.fresh = self.fresh or k.name == "pass-relabel-assemble"  # a pass's slice read: a round 1 next
 
     def starting(self, k):
-        if k.name == "hook-split" and k.index == "0" and self.fresh:
+        if k.name == "hook-serve" and k.index == "0" and self.fresh:
             self.first_rounds.add(k.round)
             self.fresh = False
 
@@ -124,7 +124,7 @@ def test_a_pass_lets_its_slice_go_as_its_rounds_replace_it(client2):
         client2.unregister_scheduler_plugin(SliceHeld.name)
     check(res, g.n_vertices, src, dst, w)
     assert len(firsts) >= 3, firsts
-    hooks = [(rnd, held) for phase, rnd, i, held in seen if phase == "hook-split" and i == "0"]
+    hooks = [(rnd, held) for phase, rnd, i, held in seen if phase == "hook-serve" and i == "0"]
     # each round's contract starts once its candidates are merged: the chunks of the round before are done
     assert any(rnd in firsts and any(p == "pass-relabel-assemble" for p, _, _ in held) for rnd, held in hooks)
     later = [(rnd, held) for rnd, held in hooks if rnd not in firsts]

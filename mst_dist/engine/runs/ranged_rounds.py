@@ -121,41 +121,39 @@ def ranged_round(store, sub: SolveState, rr: RangedRound) -> RangedRound:
     rpins = store.range_pins(R)  # a range's tasks run where its owner is: only what is asked moves
     cands = merge_candidates(store, rnd, rr.mapped, bounds)  # merge: per range, a tree of the chunks' candidates
     # contract: hook (mutual pairs found by asking the partner's owner), jump, number, relabel
-    parents = store.exchange(Step.HOOK, rnd, cands, cands, split=functools.partial(ranged.split_others, bounds=bounds),
-                             serve=ranged.serve_edge_ids, assemble=ranged.hook)
+    # each range's candidates carry what its hooking asks (no split stage); its parents carry the first
+    # jump's asks and its forest edges cut by chunk, which filter-edges takes
+    parents = store.exchange(Step.HOOK, rnd, cands, cands, split=None, serve=ranged.serve_edge_ids,
+                             assemble=functools.partial(ranged.hook, bounds=bounds, chunk_bounds=store.chunk_bounds))
     cands = None  # let go once used: arrays over a range
-    # filter-edges takes each range's forest edges cut by chunk
-    with Batch(c) as b:
-        routes = [b.submit(ranged.route_hooked, p, store.chunk_bounds, key=key(Step.ROUTE, rnd, r), **rpins[r])
-                  for r, p in enumerate(parents)]
     parents, status = _jump(store, rnd, parents, bounds, rpins)
     rmaps, n_next, finished = renumber(store, rnd, parents, bounds, rr.finished,
                                        counted=[(roots, fins) for _, roots, fins, _ in status])
     found = [forest for *_, forest in status]
-    parents = None
     t_contract = time.perf_counter()
     # filter-edges: each chunk asks for its ids' new ids, takes the forest edges of its own edge ids,
     # and maps the next round
-    nxt = filter_edges(store, rnd, rr.mapped, rr.labels, rmaps, bounds, n_next, routes, pending=rr.pending)
+    nxt = filter_edges(store, rnd, rr.mapped, rr.labels, rmaps, bounds, n_next, parents, pending=rr.pending)
+    parents = None
     end_round(store, sub, "partitioned", (t0, t_contract), (rr.n_comp, n_next), nxt.mapped, found, ranges=R)
     nxt.finished = finished
     return nxt
 
 
 def _jump(store, rnd, parents, bounds, rpins):
-    """Pointer jumping until every component points at its root (each jump an exchange); the parents,
-    and each range's :func:`~mst_dist.engine.ranged.status` after the last jump."""
-    c, key = store.run.client, store.run.builder.key
+    """Pointer jumping until every component points at its root (each jump an exchange of ``2R`` tasks:
+    each range's parents are the next jump's split); the parents, and each range's
+    :func:`~mst_dist.engine.ranged.status` after the last jump, which one task pulls from every range."""
+    c = store.run.client
     jumps, pending = 0, 1  # after hooking, some component points at a non-root unless all are roots
     while pending:
-        parents = store.exchange(Step.JUMP, rnd, parents, parents,
-                                 split=functools.partial(ranged.split_parents, bounds=bounds),
-                                 serve=ranged.serve_parents, assemble=ranged.jump)
+        parents = store.exchange(Step.JUMP, rnd, parents, parents, split=None, serve=ranged.serve_parents,
+                                 assemble=functools.partial(ranged.jump, bounds=bounds))
         jumps += 1
         with Batch(c) as b:
-            left = [b.submit(ranged.status, p, key=key(Step.JUMPED, rnd, f"{jumps}.{r}"), **rpins[r])
-                    for r, p in enumerate(parents)]
-        status = c.gather(left)
+            left = pull_all(b, store.key(Step.JUMPED, rnd), parents, rpins, ranged.summaries, [()], rpins[:1],
+                            how="summary", stage="assemble")
+        status = left[0].result()
         pending = sum(s[0] for s in status)
         if pending and jumps > MAX_JUMPS:  # each jump halves every chain: a hooking with a cycle never ends
             raise RuntimeError(f"round {rnd}: {pending} component(s) still point at a non-root after {jumps} "
@@ -191,14 +189,14 @@ def renumber(store, rnd, parents, bounds, finished, counted=None):
 
 def filter_edges(store, rnd, mapped, labels, rmaps, bounds, n_next, routes=None, pending=()) -> RangedRound:
     """filter-edges: each chunk relabelled by the round maps (with its forest edges, which it takes from
-    each range's ``routes`` in the same exchange) and mapped for the next round.  The labels do not
+    each range's parents, ``routes``, in the same exchange) and mapped for the next round.  The labels do not
     follow each round: the round maps wait in ``pending`` until :func:`settle_labels` (the next round
     does not need the labels).  The next round's :class:`RangedRound` (``finished`` left for the caller)."""
     nxt = store.next_bounds(n_next)
     kwargs = [{"n_next": n_next, "next_bounds": nxt}] * len(mapped)
     mapped = store.exchange(Step.FILTER, rnd, mapped, rmaps, split=functools.partial(ranged.split_ends, bounds=bounds),
                             serve=ranged.serve_map, assemble=ranged.filter_block, pins=store.pins,
-                            assemble_kwargs=kwargs, items=routes,
+                            assemble_kwargs=kwargs, items=routes, item_how="routed",
                             item_pins=None if routes is None else store.range_pins(len(routes)))
     rr = RangedRound(mapped=mapped, labels=labels, bounds=nxt if nxt is not None else even_bounds(n_next, 1),
                      n_comp=n_next, pending=[*pending, (rmaps, bounds)])
@@ -306,7 +304,8 @@ def merge_candidates(store, rnd, mapped, bounds):
         tables = [b.submit(ranged.merge_ranges_of, bounds, *[mapped[i] for i in js], key=key("split", g),
                            **store.pins[js[0]])
                   for g, js in enumerate(groups)]
-        return pull_all(b, key, tables, [store.pins[js[0]] for js in groups], ranged.merged_range,
+        return pull_all(b, key, tables, [store.pins[js[0]] for js in groups],
+                        functools.partial(ranged.merged_range, bounds=bounds),
                         [(int(bounds[r]), int(bounds[r + 1])) for r in range(R)], store.range_pins(R),
                         how="item", stage="serve")
 
