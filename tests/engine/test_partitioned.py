@@ -142,14 +142,17 @@ def test_kept_on_the_workers(client2):
 
 
 def test_default_ranges_follow_the_workers_memory(client2):
-    """Without ``mst.vertex-ranges``: one range per worker thread, and more where a range's share of the
-    per-vertex state would be over a sixteenth of the smallest worker; one per chunk where the workers'
-    memory is not known."""
+    """Without ``mst.vertex-ranges``: one range per worker thread (one per chunk where the workers'
+    memory is not known) while each keeps 2**16 components, at least two, and more where a range's share
+    of the per-vertex state would be over a sixteenth of the smallest worker."""
     from mst_dist.engine.runs.ranged_rounds import default_ranges
 
     assert default_ranges(2**27, 8, 2**30, 128) == 64 and default_ranges(2**25, 8, 2**30, 128) == 16
-    assert default_ranges(2**25 + 1, 8, 2**30, 128) == 17 and default_ranges(1000, 8, 2**30, 128) == 8
-    assert default_ranges(1000, 1, 2**30, 1) == 2 and default_ranges(1000, 3, 0, 12) == 12
+    assert default_ranges(2**25 + 1, 8, 2**30, 128) == 17 and default_ranges(2**20, 8, 2**30, 128) == 8
+    assert default_ranges(2**18, 8, 2**30, 128) == 4 and default_ranges(2**18 + 1, 8, 2**30, 128) == 5
+    assert default_ranges(1000, 8, 2**30, 128) == 2 and default_ranges(1000, 1, 2**30, 1) == 2
+    assert default_ranges(2**20, 3, 0, 12) == 12 and default_ranges(2**20, 3, 0, 40) == 16
+    assert default_ranges(1000, 3, 0, 12) == 2
     g = mst_dist.generate("erdos_renyi", seed=4, n=3000, m=6000)
     src, dst, w = g.to_arrays()
     with dask.config.set({"mst.vertex-base": 0}):
@@ -157,7 +160,7 @@ def test_default_ranges_follow_the_workers_memory(client2):
     check(res, g.n_vertices, src, dst, w)
     workers = client2.scheduler_info()["workers"].values()
     threads = sum(wk["nthreads"] for wk in workers)
-    assert res.stats.vertex_partition["ranges"] == max(2, threads)  # 3000 vertices: far below a sixteenth
+    assert threads >= 2 and res.stats.vertex_partition["ranges"] == 2  # 3000 vertices: two ranges of 1500
 
 
 def test_a_rounds_ranges_follow_its_components(client2, monkeypatch):
@@ -170,7 +173,7 @@ def test_a_rounds_ranges_follow_its_components(client2, monkeypatch):
 
     workers = client2.scheduler_info()["workers"]
     # the two in-process workers share their process's limit: each is planned half of it
-    threads, memory = sum(wk["nthreads"] for wk in workers.values()), memory_budget(workers).smallest
+    memory = memory_budget(workers).smallest
     monkeypatch.setattr(part, "RANGE_SHARE", memory // (32 * 100))  # a range per 100 components
     g = mst_dist.generate("erdos_renyi", seed=4, n=3000, m=6000)
     src, dst, w = g.to_arrays()
@@ -179,7 +182,8 @@ def test_a_rounds_ranges_follow_its_components(client2, monkeypatch):
     check(res, g.n_vertices, src, dst, w)
     rounds = [r for r in res.stats.rounds if r.mode in ("partitioned", "local-contraction")]
     assert res.stats.vertex_partition["ranges"] == rounds[0].ranges == 30
-    assert [r.ranges for r in rounds] == [max(2, threads, -(-r.components_before // 100)) for r in rounds]
+    # a range per 100 components (too few components for one per thread: at least two ranges)
+    assert [r.ranges for r in rounds] == [max(2, -(-r.components_before // 100)) for r in rounds]
     assert rounds[-1].ranges < 10 and len(rounds) >= 3
 
 

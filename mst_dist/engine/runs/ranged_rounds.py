@@ -41,6 +41,9 @@ from mst_dist.phases import Phase, Step
 
 #: Pointer jumping halves every chain of parents: no chain of fewer than 2**64 components takes more jumps.
 MAX_JUMPS = 64
+#: By default a range holds at least this many components where memory does not ask for more ranges: its
+#: dozen tasks a round cost the scheduler some 30 ms, about what contracting 2**16 components takes
+RANGE_COMPONENTS = 2**16
 #: By default one range's per-vertex state (``VERTEX_BYTES`` a component) is at most this share of the
 #: smallest worker's memory: 64 ranges for 2^27 vertices on workers of 1 GiB, 16 for 2^25
 RANGE_SHARE = 16
@@ -359,18 +362,20 @@ def survivors_of(store, labels, sample, lo, k):
 
 
 def default_ranges(n, threads, min_memory, chunks):
-    """How many ranges the component ids are cut into when ``mst.vertex-ranges`` is not set: one per worker
-    thread at least (each contracts one at a time), and enough that a range's state is at most
-    ``1 / RANGE_SHARE`` of the smallest worker; one per chunk where the workers' memory is not known.
-    Each range is a handful of tasks in every exchange, so no more than that: ranges beyond what memory
-    asks for add tasks and make a run slower.
+    """How many ranges the component ids are cut into when ``mst.vertex-ranges`` is not set: enough that a
+    range's state is at most ``1 / RANGE_SHARE`` of the smallest worker, and one per worker thread (each
+    contracts one at a time; one per chunk where the workers' memory is not known) as long as a range
+    keeps ``RANGE_COMPONENTS`` components.  Each range is a dozen tasks a round, so no more than that:
+    ranges beyond what memory asks for add tasks, and a range of fewer components costs the scheduler
+    more than its contraction saves.
 
-    >>> default_ranges(2**27, 8, 2**30, 128), default_ranges(2**25, 8, 2**30, 128), default_ranges(1000, 8, 2**30, 4)
-    (64, 16, 8)
+    >>> default_ranges(2**27, 8, 2**30, 128), default_ranges(2**25, 8, 2**30, 128), default_ranges(2**18, 8, 2**30, 4)
+    (64, 16, 4)
     """
+    by_work = -(-int(n) // RANGE_COMPONENTS)
     if not min_memory:
-        return max(2, chunks, threads)
-    return max(2, threads, -(-VERTEX_BYTES * RANGE_SHARE * int(n) // int(min_memory)))
+        return max(2, min(max(chunks, threads), by_work))
+    return max(2, min(threads, by_work), -(-VERTEX_BYTES * RANGE_SHARE * int(n) // int(min_memory)))
 
 
 def round_ranges(fixed, threads, min_memory, chunks, count):
