@@ -57,6 +57,9 @@ from mst_dist.kernels.vertex_ranges import narrow
 
 #: The workers' handler that hands out one requester's or one owner's piece of exchange outputs.
 TAKE_OP = "mst_exchange_take"
+#: Seconds a pull waits for a worker to take its first connection before asking the scheduler where the
+#: keys are (see :func:`_take`)
+QUICK_CONNECT = 5
 
 _registered = weakref.WeakKeyDictionary()  # client -> its scheduler's address, the plugin registered there
 
@@ -264,7 +267,7 @@ def _pull(located, index):
     for _, k, address, h in located:
         where.setdefault((address, h), []).append(k)
         how[k] = h
-    got, missing, nbytes = _take_all(worker, where, index)
+    got, missing, nbytes = _take_all(worker, where, index, quick=True)
     if missing:
         who = sync(worker.loop, worker.scheduler.who_has, keys=missing)
         lost = [k for k in missing if not who.get(k)]
@@ -283,9 +286,10 @@ def _pull(located, index):
     return got
 
 
-def _take_all(worker, where, index):
+def _take_all(worker, where, index, quick=False):
     """``(got, missing, bytes from other workers)`` of the keys of ``where`` (``(address, how)`` -> keys):
-    this worker's and its siblings' (:func:`_siblings`) read here, the others' asked over the comm at once."""
+    this worker's and its siblings' (:func:`_siblings`) read here, the others' asked over the comm at once
+    (``quick``: see :func:`_take`)."""
     siblings = _siblings(worker)
     got, missing, nbytes, remote = {}, [], 0, {}
     for (address, how), keys in where.items():
@@ -298,7 +302,7 @@ def _take_all(worker, where, index):
         missing += lost
         nbytes += sum(sizeof(v) for v in data.values()) if holder is not worker else 0
     if remote:
-        results = sync(worker.loop, _ask_all, worker, remote, index)
+        results = sync(worker.loop, _ask_all, worker, remote, index, quick)
         for data, lost in results:
             got.update(data)
             missing += lost
@@ -306,8 +310,8 @@ def _take_all(worker, where, index):
     return got, missing, nbytes
 
 
-async def _ask_all(worker, where, index):
-    return await asyncio.gather(*(_take(worker, a, ks, index, how) for (a, how), ks in where.items()))
+async def _ask_all(worker, where, index, quick):
+    return await asyncio.gather(*(_take(worker, a, ks, index, how, quick) for (a, how), ks in where.items()))
 
 
 #: The pieces a task takes of another's output (``how``): a split's part for owner ``index``, an owner's
@@ -325,10 +329,15 @@ def _piece(value, index, how):
     return PIECES[how](value, index)
 
 
-async def _take(worker, address, keys, index, how):
+async def _take(worker, address, keys, index, how, quick):
     """``(data, missing)`` of ``keys`` at another worker's ``address``; all missing where that worker cannot
-    be reached."""
+    be reached.  ``quick``: a worker that does not take the connection within :data:`QUICK_CONNECT`
+    seconds is taken as gone (a dead worker's port refuses connections, which Dask retries for the whole
+    connect timeout); :func:`_pull` then asks the scheduler where the keys are and pulls them from there
+    with Dask's own timeout."""
     try:
+        if quick:
+            worker.rpc.reuse(address, await worker.rpc.connect(address, timeout=QUICK_CONNECT))
         resp = await worker.rpc(address).mst_exchange_take(keys=keys, index=index, how=how)
     except Exception:  # the worker is gone, or has no handler: ask the scheduler where the keys are now
         return {}, list(keys)
