@@ -147,3 +147,29 @@ def test_a_run_that_lost_an_exchange_starts_again_then_gives_up(monkeypatch):
         with pytest.raises(InvalidGraphError):
             runs.execute(None, None, spec)
         assert len(calls) == 1
+
+
+def test_a_pull_from_a_worker_gone_gives_up_in_seconds(client2, monkeypatch):
+    """A dead worker's port refuses connections, which Dask retries for its whole connect timeout: a pull
+    waits ``QUICK_CONNECT`` seconds for it, then counts its keys as missing (and asks the scheduler)."""
+    import socket
+    import time
+
+    import dask
+
+    from mst_dist.engine import exchange as ex
+
+    monkeypatch.setattr(ex, "QUICK_CONNECT", 1)  # the workers are in this process
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+
+    async def pull(dask_worker):
+        t = time.perf_counter()
+        got = await ex._take(dask_worker, f"tcp://127.0.0.1:{port}", ["k"], 0, "item", quick=True)
+        return got, time.perf_counter() - t
+
+    assert dask.config.get("distributed.comm.timeouts.connect") in ("30s", 30)  # what it would wait
+    for got, took in client2.run(pull).values():
+        assert got == ({}, ["k"])
+        assert took < 10, took
