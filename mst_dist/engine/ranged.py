@@ -357,6 +357,37 @@ def relabel(rp: RangeParents, split_out, *answers, numbered: RangeMap):
     return m._replace(labels=lab)
 
 
+class RootsNumbered(NamedTuple):
+    """A range's roots and finished components numbered (:func:`number`), with what the range asks the
+    owners of its other components' roots (:func:`split_roots`): its own split for the relabel exchange,
+    whose owners it is too."""
+
+    map: RangeMap
+    asks: vr.ValuesSplit
+
+    def part(self, r):
+        return self.asks.part(r)
+
+    @property
+    def at(self):
+        return self.asks.at
+
+
+def number_and_ask(rp: RangeParents, root_offset, finished_offset, bounds):
+    """:func:`number` and :func:`split_roots` of one range, in one task."""
+    return RootsNumbered(number(rp, root_offset, finished_offset), split_roots(rp, bounds))
+
+
+def serve_numbered(nb: RootsNumbered, *parts):
+    """The new id of each root asked (:func:`serve_new_ids` of the numbered map)."""
+    return serve_new_ids(nb.map, *parts)
+
+
+def relabel_numbered(nb: RootsNumbered, split_out, *answers, parents: RangeParents):
+    """:func:`relabel` of a range from its :class:`RootsNumbered` and the roots' new ids."""
+    return relabel(parents, nb.asks, *answers, numbered=nb.map)
+
+
 # -- filter-edges (and the next round's map, fused) ---------------------------------------
 
 

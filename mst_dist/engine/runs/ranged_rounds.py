@@ -179,14 +179,14 @@ def renumber(store, rnd, parents, bounds, finished, counted=None):
     fins = np.array([b for _, b in counts], np.int64)
     root_off = np.concatenate([[0], np.cumsum(roots)[:-1]])
     fin_off = finished + np.concatenate([[0], np.cumsum(fins)[:-1]])
+    # each range numbers its roots and cuts what it asks of the other roots' owners in one task, the
+    # relabel exchange's split and owner both
     with Batch(c) as b:
-        numbered = [b.submit(ranged.number, p, int(root_off[r]), int(fin_off[r]), key=key(Step.NUMBER, rnd, r),
-                             **rpins[r])
+        numbered = [b.submit(ranged.number_and_ask, p, int(root_off[r]), int(fin_off[r]), bounds,
+                             key=key(Step.NUMBER, rnd, r), **rpins[r])
                     for r, p in enumerate(parents)]
-    rmaps = store.exchange(Step.RELABEL, rnd, parents, numbered,
-                           split=functools.partial(ranged.split_roots, bounds=bounds),
-                           serve=ranged.serve_new_ids, assemble=ranged.relabel,
-                           assemble_kwargs=[{"numbered": m} for m in numbered])
+    rmaps = store.exchange(Step.RELABEL, rnd, numbered, numbered, split=None, serve=ranged.serve_numbered,
+                           assemble=ranged.relabel_numbered, assemble_kwargs=[{"parents": p} for p in parents])
     return rmaps, int(roots.sum()), finished + int(fins.sum())
 
 
