@@ -190,17 +190,17 @@ def renumber(store, rnd, parents, bounds, finished, counted=None):
     return rmaps, int(roots.sum()), finished + int(fins.sum())
 
 
-def filter_edges(store, rnd, mapped, labels, rmaps, bounds, n_next, routes=None, pending=()) -> RangedRound:
+def filter_edges(store, rnd, mapped, labels, rmaps, bounds, n_next, hooked=None, pending=()) -> RangedRound:
     """filter-edges: each chunk relabelled by the round maps (with its forest edges, which it takes from
-    each range's parents, ``routes``, in the same exchange) and mapped for the next round.  The labels do not
+    each range's parents ``hooked`` in the same exchange) and mapped for the next round.  The labels do not
     follow each round: the round maps wait in ``pending`` until :func:`settle_labels` (the next round
     does not need the labels).  The next round's :class:`RangedRound` (``finished`` left for the caller)."""
     nxt = store.next_bounds(n_next)
     kwargs = [{"n_next": n_next, "next_bounds": nxt}] * len(mapped)
     mapped = store.exchange(Step.FILTER, rnd, mapped, rmaps, split=functools.partial(ranged.split_ends, bounds=bounds),
                             serve=ranged.serve_map, assemble=ranged.filter_block, pins=store.pins,
-                            assemble_kwargs=kwargs, items=routes, item_how="routed",
-                            item_pins=None if routes is None else store.range_pins(len(routes)))
+                            assemble_kwargs=kwargs, items=hooked, item_how="routed",
+                            item_pins=None if hooked is None else store.range_pins(len(hooked)))
     rr = RangedRound(mapped=mapped, labels=labels, bounds=nxt if nxt is not None else even_bounds(n_next, 1),
                      n_comp=n_next, pending=[*pending, (rmaps, bounds)])
     if sum(int(b[-1]) for _, b in rr.pending) > store.run.g.n_vertices:
