@@ -518,7 +518,7 @@ def one_round(raws, offsets, n, R):
     mapped = [ranged.prepare(raw, off, n, b) for raw, off in zip(raws, offsets)]
     labels = [ranged.first_labels(int(b[r]), int(b[r + 1])) for r in range(R)]
     done("prepare")
-    # versions whose candidates and parents carry their own asks (the next stage's split) take the bounds
+    # versions whose candidates and parents carry their asks (the next stage's split) take the bounds
     carried = "bounds" in inspect.signature(ranged.jump).parameters
     if carried:
         cands = [ranged.merged_range(int(b[r]), int(b[r + 1]), *[mp[1][r] for mp in mapped], bounds=b)
@@ -528,7 +528,7 @@ def one_round(raws, offsets, n, R):
                                          int(b[r]), int(b[r + 1])) for r in range(R)]
     done("merge")
     if carried:
-        hooked = exchange(cands, cands, lambda q: q, ranged.serve_edge_ids,
+        hooked = exchange(cands, cands, lambda q: q.asks, ranged.serve_edge_ids,
                           functools.partial(ranged.hook, bounds=b, chunk_bounds=np.append(offsets, total)))
     else:
         hooked = exchange(cands, cands, functools.partial(ranged.split_others, bounds=b), ranged.serve_edge_ids,
@@ -539,7 +539,7 @@ def one_round(raws, offsets, n, R):
     done("hook")
     while sum(p.pending() for p in parents):
         if carried:
-            parents = exchange(parents, parents, lambda q: q, ranged.serve_parents,
+            parents = exchange(parents, parents, lambda q: q.asks, ranged.serve_parents,
                                functools.partial(ranged.jump, bounds=b))
         else:
             parents = exchange(parents, parents, functools.partial(ranged.split_parents, bounds=b),

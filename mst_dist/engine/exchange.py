@@ -10,8 +10,8 @@ hold the values of one range of ids.  :func:`exchange` submits::
     assemble  J tasks   a requester pulls its answer from every owner, in its ids' order
 
 ``2J + R`` tasks, whatever the number of pairs; ``J + R`` where the task
-that made a request cut it already (a pointer jump's parents are the next
-jump's split: ``split=None``).  The parts do not travel
+that made a request cut it already (a pointer jump's parents carry the
+next jump's split as ``asks``: ``split=None``).  The parts do not travel
 as task outputs (that would take one task per pair of workers, or ship
 whole splits to every owner): a ``serve`` task asks each worker holding
 splits for its own part of them, worker to worker over Dask's comm
@@ -70,9 +70,8 @@ def exchange(client, key, requests, owners, *, serve, assemble, split, pins=None
     answers (one per request, in order).
 
     ``requests``: futures (or values) the ``split`` function takes first;
-    ``split=None``: each request is its own split already (it has ``part``
-    and ``at``, cut by the task that made it: no split stage, ``J + R``
-    tasks); ``owners``: the ``R`` owners' states, ``serve(owner, *parts)``
+    ``split=None``: each request carries its split as ``asks`` (cut by the
+    task that made it: no split stage, ``J + R`` tasks); ``owners``: the ``R`` owners' states, ``serve(owner, *parts)``
     answers them with one answer per requester (parts in requester order);
     ``assemble(request, split_out, *answers, **assemble_kwargs[j])`` gives
     the requester's result from the owners' answers in owner order (the
@@ -90,12 +89,13 @@ def exchange(client, key, requests, owners, *, serve, assemble, split, pins=None
     kwargs = assemble_kwargs or [{}] * J
     items = list(items or ())
     with Batch(client) as b:  # one graph a stage (pull_all flushes the stage before it waits)
-        splits = requests if split is None else [b.submit(split, req, key=key("split", j), **pins[j])
-                                                 for j, req in enumerate(requests)]
+        carried = split is None
+        splits = requests if carried else [b.submit(split, req, key=key("split", j), **pins[j])
+                                           for j, req in enumerate(requests)]
         served = pull_all(b, key, splits, pins, functools.partial(_serve, serve, J), [(o,) for o in owners],
-                          owner_pins, how="part", stage="serve")
+                          owner_pins, how="asks" if carried else "part", stage="serve")
         out = pull_all(b, key, served + items, owner_pins + list(item_pins or [{}] * len(items)),
-                       functools.partial(_assemble, assemble, R, bool(items)),
+                       functools.partial(_assemble, assemble, R, bool(items), carried),
                        [(requests[j], splits[j]) for j in range(J)], pins, how=["item"] * R + [item_how] * len(items),
                        stage="assemble", kwargs=kwargs)
     return out
@@ -250,8 +250,11 @@ def _serve(serve, J, owner, *parts):
     return [narrow(a) for a in answers]  # int32 on the wire where they fit; assembled as int64
 
 
-def _assemble(assemble, R, with_items, request, split_out, *pieces, **kwargs):
-    """A requester's answers from the ``R`` owners (then its items), assembled."""
+def _assemble(assemble, R, with_items, carried, request, split_out, *pieces, **kwargs):
+    """A requester's answers from the ``R`` owners (then its items), assembled; ``carried``: its split is
+    the request's ``asks``."""
+    if carried:
+        split_out = request.asks
     if with_items:
         kwargs["items"] = pieces[R:]
     return assemble(request, split_out, *pieces[:R], **kwargs)
@@ -314,11 +317,13 @@ async def _ask_all(worker, where, index, quick):
     return await asyncio.gather(*(_take(worker, a, ks, index, how, quick) for (a, how), ks in where.items()))
 
 
-#: The pieces a task takes of another's output (``how``): a split's part for owner ``index``, an owner's
+#: The pieces a task takes of another's output (``how``): a split's part for owner ``index`` (of a
+#: request that carries its split, its ``asks``' part), an owner's
 #: answer to requester ``index`` (``value[index]``), a range's forest edges of chunk ``index``, a range's
 #: counts (the same for every ``index``).
 PIECES = {
     "part": lambda value, index: value.part(index),
+    "asks": lambda value, index: value.asks.part(index),
     "item": lambda value, index: value[index],
     "routed": lambda value, index: value.routed(index),
     "summary": lambda value, index: value.summary(),

@@ -60,8 +60,7 @@ class Block(NamedTuple):
 
 class RangeCandidates(NamedTuple):
     """The merged candidates of one range ``[lo, hi)`` of component ids (sorted by component), and what
-    the hooking asks of the other ranges (``asks``, :func:`split_others`): a split of its own for the
-    exchange (:meth:`part`, :attr:`at`)."""
+    the hooking asks of the other ranges (``asks``, :func:`split_others`), the exchange's split."""
 
     lo: int
     hi: int
@@ -70,13 +69,6 @@ class RangeCandidates(NamedTuple):
     eid: np.ndarray
     other: np.ndarray
     asks: vr.ValuesSplit | None = None
-
-    def part(self, r):
-        return self.asks.part(r)
-
-    @property
-    def at(self):
-        return self.asks.at
 
 
 class RangeParents(NamedTuple):
@@ -87,8 +79,8 @@ class RangeParents(NamedTuple):
     finished): a streaming pass's first round touches at most two components an edge of its slice,
     however many are live, and no array over the whole range is then made.
 
-    Each jump's output is the next jump's split (:meth:`part`, :attr:`at`: the parents not at a root yet,
-    cut by range), its forest edges are the chunks' to take (:meth:`routed`) and its counts the client's
+    Each jump's output carries the next jump's split (``asks``: the parents not at a root yet, cut by
+    range), its forest edges are the chunks' to take (:meth:`routed`) and its counts the client's
     (:meth:`summary`): pieces other tasks pull, no task of their own.
     """
 
@@ -100,13 +92,6 @@ class RangeParents(NamedTuple):
     chosen: np.ndarray | None = None  #: the forest edge ids the range's hooking chose, ascending
     chunk_cuts: np.ndarray | None = None  #: where each chunk's edge ids start in ``chosen``
     asks: vr.ValuesSplit | None = None  #: the next jump's split (:func:`split_parents`)
-
-    def part(self, r):
-        return self.asks.part(r)
-
-    @property
-    def at(self):
-        return self.asks.at
 
     def routed(self, j):
         """The forest edge ids of chunk ``j`` the range's hooking chose."""
@@ -359,18 +344,11 @@ def relabel(rp: RangeParents, split_out, *answers, numbered: RangeMap):
 
 class RootsNumbered(NamedTuple):
     """A range's roots and finished components numbered (:func:`number`), with what the range asks the
-    owners of its other components' roots (:func:`split_roots`): its own split for the relabel exchange,
-    whose owners it is too."""
+    owners of its other components' roots (:func:`split_roots`): the relabel exchange's split, whose
+    owners these are too."""
 
     map: RangeMap
     asks: vr.ValuesSplit
-
-    def part(self, r):
-        return self.asks.part(r)
-
-    @property
-    def at(self):
-        return self.asks.at
 
 
 def number_and_ask(rp: RangeParents, root_offset, finished_offset, bounds):
@@ -385,7 +363,7 @@ def serve_numbered(nb: RootsNumbered, *parts):
 
 def relabel_numbered(nb: RootsNumbered, split_out, *answers, parents: RangeParents):
     """:func:`relabel` of a range from its :class:`RootsNumbered` and the roots' new ids."""
-    return relabel(parents, nb.asks, *answers, numbered=nb.map)
+    return relabel(parents, split_out, *answers, numbered=nb.map)
 
 
 # -- filter-edges (and the next round's map, fused) ---------------------------------------

@@ -64,25 +64,24 @@ def test_exchange_answers_every_requester_in_its_own_order(client2, owners_pinne
 
 
 class _Asking(NamedTuple):
-    """A request cut by the task that made it (its own split), with pieces for other requesters."""
+    """A request cut by the task that made it (its split carried as ``asks``), with pieces for other
+    requesters."""
 
     ids: np.ndarray
-    split: Split
+    asks: Split
     pieces: list
-
-    def part(self, r):
-        return self.split.part(r)
 
     def routed(self, j):
         return self.pieces[j]
 
 
 def _assemble_with_items(req, split_out, *answers, items):
-    return _assemble(req.ids, split_out.split, *answers), [int(x) for x in items]
+    assert split_out is req.asks
+    return _assemble(req.ids, split_out, *answers), [int(x) for x in items]
 
 
 def test_requests_that_are_their_own_splits_and_items_taken_by_method(client2):
-    """``split=None``: each request has its parts already (``J + R`` tasks, no split stage); items taken as
+    """``split=None``: each request carries its split (``J + R`` tasks, no split stage); items taken as
     ``item.routed(j)`` reach requester ``j`` in item order, from workers other than its own too."""
     rng = np.random.default_rng(8)
     n, J = 500, 5
