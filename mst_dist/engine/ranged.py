@@ -281,7 +281,7 @@ def jump(rp: RangeParents, split_out, *answers, bounds):
     new, done = rp.parent.copy(), rp.done.copy()
     new[todo] = at >> 1
     done[todo] = (at & 1).astype(bool)
-    out = rp._replace(parent=new, done=done, asks=None)
+    out = rp._replace(parent=new, done=done)
     return out._replace(asks=split_parents(out, bounds))
 
 
